@@ -1,0 +1,120 @@
+"""leakyops: the LeakyReLU operator family on NumPy arrays, exact to the bit.
+
+Five functions — :func:`leaky_relu`, :func:`leaky_relu_`, :func:`leaky_relu_backward`,
+:func:`prelu`, :func:`prelu_backward` — for float16, bfloat16 (``ml_dtypes``), float32 and
+float64, bit-identical to PyTorch on the CPU. Front-ends live in subpackages that are
+imported only when asked for: ``leakyops.aclnn``, ``leakyops.ascendc``, ``leakyops.onednn``,
+``leakyops.torch``, ``leakyops.dask``; the command line is ``leakyops`` (``python -m leakyops``).
+
+Rules shared by every function:
+
+- the input is kept where ``x > 0``; elsewhere it is multiplied by the slope, so NaN gives
+  NaN, ``-0.0`` gives ``-0.0 * s`` and ``-inf * 0`` gives NaN;
+- float16 and bfloat16 are computed in float32 and rounded once (to nearest, ties to even);
+  float32 with the slope rounded to float32; float64 in float64;
+- the slope is any real scalar (Python or NumPy bool/int/float, or a one-element array);
+  integers beyond 2**24 lose precision when rounded to float32;
+- inputs are array-likes of any rank and strides; ``out`` may be the input itself, may
+  overlap it (the result is as if it did not) and may have another float dtype (the result
+  is computed in the input's dtype, then cast); errors never leave ``out`` half written.
+"""
+
+from __future__ import annotations
+
+from . import _core
+from ._threads import get_num_threads, set_num_threads
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "leaky_relu",
+    "leaky_relu_",
+    "leaky_relu_backward",
+    "prelu",
+    "prelu_backward",
+    "get_num_threads",
+    "set_num_threads",
+    "SUPPORTED_DTYPES",
+    "__version__",
+]
+
+SUPPORTED_DTYPES = _core.SUPPORTED_DTYPES
+
+
+def leaky_relu(x, negative_slope=0.01, *, out=None):
+    """LeakyReLU: ``y = x if x > 0 else x * negative_slope``.
+
+    Parameters: ``x`` an array-like of float16, bfloat16, float32 or float64;
+    ``negative_slope`` a real scalar (negative, zero, > 1, inf and NaN are all allowed);
+    ``out`` an array of the result's shape and any supported float dtype.
+
+    >>> import numpy as np, leakyops
+    >>> leakyops.leaky_relu(np.array([-2.0, -0.0, 0.0, 3.0]), 0.5)
+    array([-1., -0.,  0.,  3.])
+    >>> leakyops.leaky_relu(np.array([-np.inf, np.nan], np.float32), 0.0)
+    array([nan, nan], dtype=float32)
+    """
+    return _core.leaky_relu_impl(x, negative_slope, out)
+
+
+def leaky_relu_(x, negative_slope=0.01):
+    """In-place LeakyReLU: writes :func:`leaky_relu` of ``x`` into ``x`` and returns ``x``.
+
+    ``x`` must be a writeable ``numpy.ndarray`` (a read-only one is a ``ValueError``).
+
+    >>> import numpy as np, leakyops
+    >>> a = np.array([-4.0, 2.0], np.float16)
+    >>> leakyops.leaky_relu_(a, 0.25) is a, a
+    (True, array([-1.,  2.], dtype=float16))
+    """
+    return _core.leaky_relu_inplace_impl(x, negative_slope)
+
+
+def leaky_relu_backward(grad_output, x, negative_slope, self_is_result=False, *, out=None):
+    """Gradient of LeakyReLU: ``dx = g if t > 0 else g * negative_slope``.
+
+    ``t`` is ``x``, the forward's input, or — with ``self_is_result=True`` — the forward's
+    result, which needs ``negative_slope >= 0`` (``ValueError`` otherwise: the sign of the
+    input cannot be recovered from the result). At ``t == 0`` the gradient is the slope.
+    ``grad_output`` and ``x`` broadcast against each other; dtypes promote (equal stays,
+    float16 + bfloat16 → float32, anything with float32 → float32, with float64 → float64).
+
+    >>> import numpy as np, leakyops
+    >>> leakyops.leaky_relu_backward(np.ones(3), np.array([-1.0, 0.0, 2.0]), 0.1)
+    array([0.1, 0.1, 1. ])
+    """
+    return _core.leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result, out)
+
+
+def prelu(x, weight, *, axis=1, out=None):
+    """PReLU: ``y = x if x > 0 else w[c] * x``.
+
+    ``weight`` (``x``'s dtype) is one shared slope when it has one element; a 1-D weight of
+    length ``C`` applies along ``axis`` (default 1, as in PyTorch; ``axis=-1`` for
+    channels-last; a 1-D ``x`` needs ``axis=0``); a weight of rank >= 2 broadcasts against
+    ``x`` NumPy-style, right-aligned, without changing ``x``'s shape (ONNX ``PRelu``).
+
+    >>> import numpy as np, leakyops
+    >>> x = np.array([[-1.0, -1.0], [2.0, -4.0]])
+    >>> leakyops.prelu(x, np.array([0.5, 0.25]))
+    array([[-0.5 , -0.25],
+           [ 2.  , -1.  ]])
+    """
+    return _core.prelu_impl(x, weight, axis, out)
+
+
+def prelu_backward(grad_output, x, weight, *, axis=1):
+    """Gradients of PReLU: ``(grad_input, grad_weight)``.
+
+    ``grad_input = g if x > 0 else w[c] * g`` (shaped like ``x``);
+    ``grad_weight[c] = sum over channel c of (0 if x > 0 else x * g)``, shaped like
+    ``weight``. The sum is formed in float64 in an order fixed by the shapes (the same for
+    any number of threads) and rounded once. ``grad_output`` must broadcast to ``x``.
+
+    >>> import numpy as np, leakyops
+    >>> gi, gw = leakyops.prelu_backward(np.ones((4, 2)), np.arange(8.0).reshape(4, 2),
+    ...                                  np.array([0.5, 0.5]))
+    >>> gi.ravel(), gw
+    (array([0.5, 1. , 1. , 1. , 1. , 1. , 1. , 1. ]), array([0., 0.]))
+    """
+    return _core.prelu_backward_impl(grad_output, x, weight, axis)

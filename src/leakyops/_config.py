@@ -1,0 +1,71 @@
+"""Numba options and run-time settings, in one place, overridable from the environment.
+
+``LEAKYOPS_NUM_THREADS``
+    Threads the kernels of this process use for large arrays (default: ``os.cpu_count()``).
+``LEAKYOPS_PARALLEL_MIN``
+    Elements from which a call is split across threads (default 131072).
+``LEAKYOPS_CACHE``
+    ``0`` turns the on-disk kernel cache off (default on; it is also off by itself when no
+    writable cache directory exists, see :func:`cache_enabled`).
+``LEAKYOPS_SOFT_HALF``
+    ``1`` forces the software float16 conversions (default: used only when the CPU numba
+    targets has no F16C, because LLVM's ``half`` conversions then call compiler-runtime
+    helpers that numba's JIT does not resolve).
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["NJIT_OPTIONS", "REDUCE_FASTMATH", "PARALLEL_MIN", "cache_enabled", "use_soft_half"]
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    try:
+        value = int(raw)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+#: Options of every compiled kernel. No fastmath by default: NaN and inf must pass through.
+NJIT_OPTIONS = {"nogil": True, "error_model": "numpy", "boundscheck": False}
+
+#: Fastmath flags of the reduction loops only: ``reassoc`` lets LLVM vectorise a sum. It does
+#: not assume finite values, so NaN and inf still propagate.
+REDUCE_FASTMATH = {"reassoc"}
+
+#: Elements from which a call runs on several threads.
+PARALLEL_MIN = _env_int("LEAKYOPS_PARALLEL_MIN", 1 << 17)
+
+#: Default thread count of the kernels.
+DEFAULT_THREADS = _env_int("LEAKYOPS_NUM_THREADS", os.cpu_count() or 1)
+
+
+def cache_enabled() -> bool:
+    """Whether kernels are cached on disk: on, unless ``LEAKYOPS_CACHE=0``."""
+    return os.environ.get("LEAKYOPS_CACHE", "1") != "0"
+
+
+def use_soft_half() -> bool:
+    """Whether float16 conversions use the exact software path instead of LLVM's ``half``."""
+    forced = os.environ.get("LEAKYOPS_SOFT_HALF")
+    if forced is not None and forced != "":
+        return forced != "0"
+    from numba.core import config
+
+    cpu_name = config.CPU_NAME or "host"
+    features = config.CPU_FEATURES
+    if cpu_name != "host":
+        # an explicit target (e.g. "generic") may lack F16C unless its features say otherwise
+        return not (features and "+f16c" in features)
+    if features is not None and features != "":
+        return "+f16c" not in features
+    try:
+        import llvmlite.binding as llvm
+
+        host = llvm.get_host_cpu_features()
+        return not host.get("f16c", False)
+    except Exception:  # pragma: no cover - conservative fallback
+        return True

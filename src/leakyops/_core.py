@@ -1,0 +1,510 @@
+"""The functional core: validation, dtype rules, shapes, ``out=``/overlap handling, dispatch.
+
+Every public function follows one path: check → normalise (dtype, shape, strides, slope) →
+allocate → one kernel call → return. The ``*_impl`` functions carry the front-ends' options
+(the ``>=`` comparison, the slope's rounding); see ``docs/internal-api.md``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+
+import ml_dtypes
+import numpy as np
+
+from . import _kernels, _threads
+from ._config import PARALLEL_MIN
+
+__all__ = [
+    "SUPPORTED_DTYPES",
+    "result_dtype",
+    "leaky_relu_impl",
+    "leaky_relu_backward_impl",
+    "prelu_impl",
+    "prelu_backward_impl",
+    "prelu_backward_parts",
+    "round_grad_weight",
+]
+
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+SUPPORTED_DTYPES = (np.dtype(np.float16), BFLOAT16, np.dtype(np.float32), np.dtype(np.float64))
+_KIND = dict(zip(SUPPORTED_DTYPES, _kernels.KINDS))
+_SUPPORTED_NAMES = "float16, bfloat16, float32, float64"
+_COMPARE = {">": False, ">=": True}
+
+# Largest float64 memory the per-unit partial sums of prelu_backward may take.
+_PARTIALS_BUDGET = 1 << 23  # elements (64 MiB)
+# Elements a unit of a split reduction covers, independent of the thread count.
+_UNIT = 1 << 20
+
+
+# ---------------------------------------------------------------------------------------------
+# argument checks
+
+
+def _array(value, fname: str, arg: str) -> np.ndarray:
+    if type(value) is not np.ndarray:
+        if value is None or isinstance(value, (str, bytes)):
+            raise TypeError(f"{fname}: {arg} must be an array of {_SUPPORTED_NAMES}, "
+                            f"got {type(value).__name__}")
+        try:
+            value = np.asarray(value)
+        except Exception as exc:  # ragged lists, objects NumPy cannot take
+            raise TypeError(f"{fname}: {arg} is not an array-like: {exc}") from None
+    _kind(value.dtype, fname, arg)
+    return value
+
+
+def _kind(dtype, fname: str, arg: str) -> str:
+    kind = _KIND.get(dtype)
+    if kind is None:
+        hint = " (non-native byte order)" if dtype.byteorder not in "=|" and dtype.newbyteorder("=") in _KIND else ""
+        raise TypeError(f"{fname}: {arg} has dtype {dtype}{hint}; supported: {_SUPPORTED_NAMES}")
+    return kind
+
+
+def _slope_value(value, fname: str, arg: str) -> float:
+    """The slope as a Python float (exact for every float type; ints round to nearest)."""
+    if type(value) is float:
+        return value
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise ValueError(f"{fname}: {arg} must be a real scalar, got an array of shape "
+                             f"{value.shape}")
+        value = value.reshape(()).item() if value.dtype.kind in "biuf" else value.reshape(())[()]
+    if isinstance(value, (bool, np.bool_)):
+        return 1.0 if value else 0.0
+    if isinstance(value, (numbers.Integral, np.integer)):
+        try:
+            return float(int(value))
+        except OverflowError:  # beyond float64: rounds to ±inf like any float overflow
+            return float("inf") if value > 0 else float("-inf")
+    if isinstance(value, (float, np.floating)) or (
+            isinstance(value, np.generic) and value.dtype == BFLOAT16):
+        return float(value)
+    if isinstance(value, numbers.Real):  # fractions.Fraction and other registered reals
+        return float(value)
+    raise TypeError(f"{fname}: {arg} must be a real scalar (bool, int, float, a NumPy real "
+                    f"scalar or a 0-d array), got {type(value).__name__}")
+
+
+def _slope(value, kind: str, slope_dtype, fname: str, arg: str = "negative_slope"):
+    """The slope converted for a kernel computing a ``kind`` result."""
+    v = _slope_value(value, fname, arg)
+    if slope_dtype is not None:
+        if isinstance(slope_dtype, str):
+            if slope_dtype != "storage":
+                raise ValueError(f"{fname}: unknown slope_dtype {slope_dtype!r}")
+            slope_dtype = SUPPORTED_DTYPES[_kernels.KINDS.index(kind)]
+        v = float(np.asarray(v, dtype=np.float64).astype(slope_dtype))
+    return np.float64(v) if kind == "f64" else np.float32(v)
+
+
+def _out(out, shape, fname: str) -> np.ndarray:
+    if type(out) is not np.ndarray and not isinstance(out, np.ndarray):
+        raise TypeError(f"{fname}: out must be a numpy.ndarray, got {type(out).__name__}")
+    _kind(out.dtype, fname, "out")
+    if out.shape != shape:
+        raise ValueError(f"{fname}: out has shape {out.shape}, the result has shape {shape}")
+    if not out.flags.writeable:
+        raise ValueError(f"{fname}: out is read-only")
+    _no_internal_overlap(out, fname, "out")
+    return out
+
+
+def _no_internal_overlap(a: np.ndarray, fname: str, arg: str) -> None:
+    for n, st in zip(a.shape, a.strides):
+        if st == 0 and n > 1:
+            raise ValueError(f"{fname}: {arg} has internal overlap (a zero stride): more than "
+                             f"one element refers to the same memory")
+
+
+def result_dtype(a, b) -> np.dtype:
+    """Promotion of ``leaky_relu_backward``: equal stays; half + half → float32; else the wider."""
+    a, b = np.dtype(a), np.dtype(b)
+    if a == b:
+        return a
+    if np.dtype(np.float64) in (a, b):
+        return np.dtype(np.float64)
+    return np.dtype(np.float32)
+
+
+def _compare(compare: str, fname: str) -> bool:
+    try:
+        return _COMPARE[compare]
+    except KeyError:
+        raise ValueError(f"{fname}: compare must be '>' or '>=', got {compare!r}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# layouts: coalesce operands that share one shape into at most three axes
+
+
+def _kview(a: np.ndarray) -> np.ndarray:
+    """The kernel's view of an array: half types as uint16 bit patterns."""
+    return a.view(np.uint16) if a.dtype.itemsize == 2 else a
+
+
+def _coalesce(arrays):
+    """Views of ``arrays`` (same shape; the first is the output) with at most 3 axes.
+
+    Axes are ordered by the output's strides (largest first), flipped where the output's
+    stride is negative, and merged where every operand allows it. Returns a list of 3-D
+    views, or of ``k``-D views (``k > 3``) when more axes remain.
+    """
+    ref = arrays[0]
+    axes = [i for i, n in enumerate(ref.shape) if n != 1]
+    axes.sort(key=lambda i: -abs(ref.strides[i]))
+    flips = tuple(slice(None, None, -1) if ref.strides[i] < 0 else slice(None) for i in axes)
+    shape = [ref.shape[i] for i in axes]
+    if not axes:  # a single element
+        return [a.reshape((1, 1, 1)) for a in arrays]
+    views = [_squeeze_transpose(a, axes)[flips] for a in arrays]
+    # merge adjacent axes that every operand allows
+    groups: list[list[int]] = []
+    for k in range(len(shape)):
+        if groups and all(v.strides[groups[-1][-1]] == v.strides[k] * shape[k] for v in views):
+            groups[-1].append(k)
+        else:
+            groups.append([k])
+    merged = [int(np.prod([shape[k] for k in g])) for g in groups]
+    while len(merged) < 3:
+        merged.insert(0, 1)
+    return [v.reshape(merged, copy=False) for v in views]
+
+
+def _squeeze_transpose(a: np.ndarray, axes) -> np.ndarray:
+    drop = tuple(i for i, n in enumerate(a.shape) if n == 1)
+    b = a.squeeze(drop) if drop else a
+    # axis i of a is axis rank[i] of b
+    rank = {ax: r for r, ax in enumerate(i for i in range(a.ndim) if i not in drop)}
+    return b.transpose([rank[i] for i in axes])
+
+
+def _split_axis(shape, allowed) -> int:
+    """The axis to split across threads: the largest allowed one (ties: the outermost)."""
+    best = -1
+    for ax in allowed:
+        if best < 0 or shape[ax] > shape[best]:
+            best = ax
+    return best
+
+
+def _chunks(n: int, parts: int):
+    step = -(-n // parts)
+    return [(lo, min(lo + step, n)) for lo in range(0, n, step)]
+
+
+def _slice(v: np.ndarray, axis: int, lo: int, hi: int) -> np.ndarray:
+    idx = [slice(None)] * v.ndim
+    idx[axis] = slice(lo, hi)
+    return v[tuple(idx)]
+
+
+def _run_nd(fn, views, extra=(), reduce_axes=()):
+    """Run a 3-D driver ``fn(*views, *extra)`` over coalesced views, threaded when large.
+
+    ``reduce_axes`` are axes the kernel reduces over (never split here).
+    """
+    v0 = views[0]
+    if v0.ndim > 3:  # rare: more than three axes survive coalescing
+        for idx in np.ndindex(*v0.shape[:-3]):
+            _run_nd(fn, [v[idx] for v in views], extra, reduce_axes)
+        return
+    total = v0.size
+    threads = _threads.get_num_threads()
+    if total < PARALLEL_MIN or threads == 1:
+        fn(*views, *extra)
+        return
+    axis = _split_axis(v0.shape, [a for a in range(3) if a not in reduce_axes])
+    if axis < 0 or v0.shape[axis] < 2:
+        fn(*views, *extra)
+        return
+    parts = min(threads, v0.shape[axis])
+    tasks = [tuple(_slice(v, axis, lo, hi) for v in views) + tuple(extra)
+             for lo, hi in _chunks(v0.shape[axis], parts)]
+    _threads.run(fn, tasks)
+
+
+def _run_rows(fn, flats, extra=()):
+    """Run a 1-D kernel ``fn(*flats, *extra)``, split into contiguous chunks when large."""
+    n = flats[0].shape[0]
+    threads = _threads.get_num_threads()
+    if n < PARALLEL_MIN or threads == 1:
+        fn(*flats, *extra)
+        return
+    tasks = [tuple(f[lo:hi] for f in flats) + tuple(extra) for lo, hi in _chunks(n, threads)]
+    _threads.run(fn, tasks)
+
+
+def _contiguous_pair(*arrays) -> bool:
+    return all(a.flags.c_contiguous for a in arrays)
+
+
+def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.strides == b.strides and a.shape == b.shape and a.dtype.itemsize == b.dtype.itemsize)
+
+
+def _needs_temp(out: np.ndarray, dtype, inputs) -> bool:
+    """Whether the result must go through a temporary (cast, or partial overlap)."""
+    if out.dtype != dtype:
+        return True
+    for a in inputs:
+        if np.may_share_memory(out, a) and not _same_view(out, a):
+            return True
+    return False
+
+
+def _finish(out, shape, dtype, inputs, compute, fname):
+    """Allocate or check ``out``, run ``compute(dest)``, honour casting and overlap."""
+    if out is None:
+        dest = np.empty(shape, dtype)
+        compute(dest)
+        return dest
+    out = _out(out, shape, fname)
+    if _needs_temp(out, dtype, inputs):
+        tmp = np.empty(shape, dtype)
+        compute(tmp)
+        np.copyto(out, tmp, casting="unsafe")
+    else:
+        compute(out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# leaky_relu
+
+
+def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtype=None,
+                    fname="leaky_relu"):
+    """``y = x if x > 0 else x * negative_slope`` (see :func:`leakyops.leaky_relu`)."""
+    x = _array(x, fname, "x")
+    kind = _KIND[x.dtype]
+    s = _slope(negative_slope, kind, slope_dtype, fname)
+    fns = _kernels.lrelu_fwd(kind, _compare(compare, fname))
+    if x.size == 0:
+        return _finish(out, x.shape, x.dtype, (x,), lambda dest: None, fname)
+
+    def compute(dest):
+        if x.flags.c_contiguous and dest.flags.c_contiguous:
+            _run_rows(fns.row, [_kview(x).reshape(-1), _kview(dest).reshape(-1)], (s,))
+        else:
+            views = _coalesce([_kview(dest), _kview(x)])
+            _run_nd(fns.nd, [views[1], views[0]], (s,))
+
+    return _finish(out, x.shape, x.dtype, (x,), compute, fname)
+
+
+def leaky_relu_inplace_impl(x, negative_slope=0.01, *, compare=">", slope_dtype=None,
+                            fname="leaky_relu_"):
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{fname}: x must be a numpy.ndarray to be modified in place, "
+                        f"got {type(x).__name__}")
+    _kind(x.dtype, fname, "x")
+    if not x.flags.writeable:
+        raise ValueError(f"{fname}: x is read-only")
+    _no_internal_overlap(x, fname, "x")
+    leaky_relu_impl(x, negative_slope, x, compare=compare, slope_dtype=slope_dtype, fname=fname)
+    return x
+
+
+# ---------------------------------------------------------------------------------------------
+# leaky_relu_backward
+
+
+def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=False, out=None, *,
+                             compare=">", slope_dtype=None, fname="leaky_relu_backward"):
+    """``dx = g if t > 0 else g * negative_slope`` (see :func:`leakyops.leaky_relu_backward`)."""
+    g = _array(grad_output, fname, "grad_output")
+    x = _array(x, fname, "x")
+    if not isinstance(self_is_result, (bool, np.bool_)):
+        raise TypeError(f"{fname}: self_is_result must be a bool, got {type(self_is_result).__name__}")
+    rdtype = result_dtype(g.dtype, x.dtype)
+    rkind = _KIND[rdtype]
+    s = _slope(negative_slope, rkind, slope_dtype, fname)
+    if self_is_result:
+        raw = _slope_value(negative_slope, fname, "negative_slope")
+        if not raw >= 0:
+            raise ValueError(f"{fname}: self_is_result=True needs negative_slope >= 0, got {raw!r}: "
+                             "the sign of the input cannot be recovered from the result; "
+                             "call the out-of-place forward instead")
+    try:
+        shape = np.broadcast_shapes(g.shape, x.shape)
+    except ValueError:
+        raise ValueError(f"{fname}: grad_output of shape {g.shape} and x of shape {x.shape} "
+                         "do not broadcast") from None
+    fns = _kernels.lrelu_bwd(_KIND[g.dtype], _KIND[x.dtype], rkind, _compare(compare, fname))
+    if int(np.prod(shape)) == 0:
+        return _finish(out, shape, rdtype, (g, x), lambda dest: None, fname)
+
+    def compute(dest):
+        if g.shape == x.shape == shape and _contiguous_pair(g, x, dest):
+            _run_rows(fns.row, [_kview(g).reshape(-1), _kview(x).reshape(-1),
+                                _kview(dest).reshape(-1)], (s,))
+        else:
+            views = _coalesce([_kview(dest), _kview(np.broadcast_to(g, shape)),
+                               _kview(np.broadcast_to(x, shape))])
+            _run_nd(fns.nd, [views[1], views[2], views[0]], (s,))
+
+    return _finish(out, shape, rdtype, (g, x), compute, fname)
+
+
+# ---------------------------------------------------------------------------------------------
+# prelu
+
+
+def _weight_shape(x: np.ndarray, weight: np.ndarray, axis, fname: str):
+    """The shape (of x's rank) that ``weight`` broadcasts from along x."""
+    if weight.size == 1:
+        return (1,) * x.ndim
+    if weight.ndim == 1:
+        try:
+            axis = operator.index(axis)
+        except TypeError:
+            raise TypeError(f"{fname}: axis must be an int, got {type(axis).__name__}") from None
+        if x.ndim == 0 or not -x.ndim <= axis < x.ndim:
+            raise ValueError(f"{fname}: weight has {weight.shape[0]} elements but axis={axis} is "
+                             f"out of range for x of shape {x.shape}"
+                             + ("; for a 1-D x pass axis=0" if x.ndim == 1 else ""))
+        axis %= x.ndim
+        if x.shape[axis] != weight.shape[0]:
+            raise ValueError(f"{fname}: weight has {weight.shape[0]} elements but x has size "
+                             f"{x.shape[axis]} along axis {axis}")
+        wshape = [1] * x.ndim
+        wshape[axis] = weight.shape[0]
+        return tuple(wshape)
+    if weight.ndim > x.ndim or any(w not in (1, n) for w, n in zip(weight.shape[::-1], x.shape[::-1])):
+        raise ValueError(f"{fname}: weight of shape {weight.shape} does not broadcast to x of "
+                         f"shape {x.shape} (unidirectional, right-aligned)")
+    return (1,) * (x.ndim - weight.ndim) + weight.shape
+
+
+def _prelu_args(x, weight, fname):
+    x = _array(x, fname, "x")
+    weight = _array(weight, fname, "weight")
+    if weight.dtype != x.dtype:
+        raise TypeError(f"{fname}: weight has dtype {weight.dtype} but x has dtype {x.dtype}; "
+                        "prelu does not promote: they must match")
+    return x, weight
+
+
+def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
+    """``y = x if x > 0 else w[c] * x`` (see :func:`leakyops.prelu`)."""
+    x, weight = _prelu_args(x, weight, fname)
+    wshape = _weight_shape(x, weight, axis, fname)
+    kind = _KIND[x.dtype]
+    ge = _compare(compare, fname)
+    if x.size == 0:
+        return _finish(out, x.shape, x.dtype, (x, weight), lambda dest: None, fname)
+    if weight.size == 1:
+        fns = _kernels.lrelu_fwd(kind, ge)
+        s = _kernels_slope(weight, kind)
+
+        def compute(dest):
+            if x.flags.c_contiguous and dest.flags.c_contiguous:
+                _run_rows(fns.row, [_kview(x).reshape(-1), _kview(dest).reshape(-1)], (s,))
+            else:
+                views = _coalesce([_kview(dest), _kview(x)])
+                _run_nd(fns.nd, [views[1], views[0]], (s,))
+    else:
+        fns = _kernels.prelu_fwd(kind, ge)
+        wb = np.broadcast_to(weight.reshape(wshape), x.shape)
+
+        def compute(dest):
+            views = _coalesce([_kview(dest), _kview(x), _kview(wb)])
+            _run_nd(fns.nd, [views[1], views[2], views[0]])
+
+    return _finish(out, x.shape, x.dtype, (x, weight), compute, fname)
+
+
+def _kernels_slope(weight: np.ndarray, kind: str):
+    """A one-element weight as the kernel's slope (exact widening of the stored value)."""
+    value = weight.reshape(())[()]
+    return np.float64(value) if kind == "f64" else np.float32(value)
+
+
+def _writable_broadcast(a: np.ndarray, shape) -> np.ndarray:
+    strides = (0,) * (len(shape) - a.ndim) + tuple(
+        0 if n == 1 and m != 1 else st for n, m, st in zip(a.shape, shape[len(shape) - a.ndim:], a.strides))
+    return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=True)
+
+
+def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", fname="prelu_backward"):
+    """``(grad_input, acc)``: ``acc`` is the unrounded float64 ``grad_weight``, shaped like weight."""
+    x, weight = _prelu_args(x, weight, fname)
+    g = _array(grad_output, fname, "grad_output")
+    if g.dtype != x.dtype:
+        raise TypeError(f"{fname}: grad_output has dtype {g.dtype} but x has dtype {x.dtype}; "
+                        "prelu_backward does not promote: they must match")
+    try:
+        if np.broadcast_shapes(g.shape, x.shape) != x.shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"{fname}: grad_output of shape {g.shape} does not broadcast to x's "
+                         f"shape {x.shape}") from None
+    wshape = _weight_shape(x, weight, axis, fname)
+    fns = _kernels.prelu_bwd(_KIND[x.dtype], _compare(compare, fname))
+    grad_input = np.empty(x.shape, x.dtype)
+    acc = np.zeros(wshape, np.float64)
+    if x.size == 0:
+        return grad_input, acc.reshape(weight.shape)
+    gb = np.broadcast_to(g, x.shape)
+    wb = np.broadcast_to(weight.reshape(wshape), x.shape)
+    views = _coalesce([_kview(grad_input), _kview(gb), _kview(x), _kview(wb),
+                       _writable_broadcast(acc, x.shape)])
+    gi3, g3, x3, w3, acc3 = views
+    if gi3.ndim > 3:
+        for idx in np.ndindex(*gi3.shape[:-3]):
+            fns.nd(g3[idx], x3[idx], w3[idx], gi3[idx], acc3[idx])
+        return grad_input, acc.reshape(weight.shape)
+    reduced = [a for a in range(3) if acc3.strides[a] == 0 and acc3.shape[a] > 1]
+    kept = [a for a in range(3) if a not in reduced and acc3.shape[a] > 1]
+    total = x3.size
+    axis_k = _split_axis(x3.shape, kept)
+    if total < PARALLEL_MIN or (axis_k >= 0 and x3.shape[axis_k] >= 8):
+        # no split, or a split along an axis that is not reduced: every sum stays in one
+        # chunk, so the result does not depend on the number of threads
+        _run_nd(fns.nd, [g3, x3, w3, gi3, acc3], reduce_axes=reduced)
+        return grad_input, acc.reshape(weight.shape)
+    # split along a reduced axis into units fixed by the shape (not by the thread count),
+    # each with its own partial sums, combined in unit order
+    axis_r = _split_axis(x3.shape, reduced)
+    units = max(1, min(x3.shape[axis_r], total // _UNIT, _PARTIALS_BUDGET // max(acc.size, 1)))
+    partials = np.zeros((units,) + wshape, np.float64)
+    tasks = []
+    for u, (lo, hi) in enumerate(_chunks(x3.shape[axis_r], units)):
+        # partials[u] has acc's strides, so it coalesces exactly like acc did
+        p3 = _coalesce([_kview(grad_input), _kview(gb), _kview(x), _kview(wb),
+                        _writable_broadcast(partials[u], x.shape)])[4]
+        tasks.append(tuple(_slice(v, axis_r, lo, hi) for v in (g3, x3, w3, gi3, p3)))
+    _run_units(fns.nd, tasks)
+    _kernels.combine_partials(partials[:len(tasks)].reshape(len(tasks), -1), acc.reshape(-1))
+    return grad_input, acc.reshape(weight.shape)
+
+
+def _run_units(fn, tasks):
+    threads = min(_threads.get_num_threads(), len(tasks))
+    if threads <= 1:
+        for t in tasks:
+            fn(*t)
+        return
+    groups = [tasks[lo:hi] for lo, hi in _chunks(len(tasks), threads)]
+
+    def run_group(group):
+        for t in group:
+            fn(*t)
+
+    _threads.run(run_group, [(grp,) for grp in groups])
+
+
+def round_grad_weight(acc, dtype) -> np.ndarray:
+    """Round a float64 ``grad_weight`` sum once to ``dtype`` (nearest, ties to even)."""
+    return np.asarray(acc, np.float64).astype(dtype)
+
+
+def prelu_backward_impl(grad_output, x, weight, axis=1, *, compare=">", fname="prelu_backward"):
+    """``(grad_input, grad_weight)`` (see :func:`leakyops.prelu_backward`)."""
+    grad_input, acc = prelu_backward_parts(grad_output, x, weight, axis, compare=compare, fname=fname)
+    return grad_input, round_grad_weight(acc, grad_input.dtype)
