@@ -1,0 +1,500 @@
+"""PyTorch front-end: leakyops' kernels as PyTorch custom operators and modules.
+
+Importing this module registers five operators with ``torch.library.custom_op``
+under the namespace ``leakyops`` (they run on CPU tensors, without copies, for
+``float16``, ``bfloat16``, ``float32`` and ``float64``)::
+
+    leakyops::leaky_relu(Tensor self, float negative_slope=0.01) -> Tensor
+    leakyops::leaky_relu_(Tensor(a!) self, float negative_slope=0.01) -> ()
+    leakyops::leaky_relu_backward(Tensor grad_output, Tensor self,
+                                  float negative_slope, bool self_is_result) -> Tensor
+    leakyops::prelu(Tensor self, Tensor weight) -> Tensor
+    leakyops::prelu_backward(Tensor grad_output, Tensor self, Tensor weight)
+        -> (Tensor, Tensor)
+
+with fake (meta) implementations for ``torch.compile``/``torch.export`` and
+autograd formulas, plus drop-ins for ``torch.nn.functional.leaky_relu``/``prelu``
+and ``torch.nn.LeakyReLU``/``PReLU``::
+
+    y = x if x > 0 else negative_slope * x          (leaky_relu)
+    y = x if x > 0 else weight[c] * x               (prelu, c = index along dim 1)
+
+Results are bit-identical to PyTorch's CPU kernels (half types are computed in
+float32 and rounded once); gradients are equal (``prelu``'s weight gradient is a
+deterministic reduction, equal up to summation order).
+
+>>> import torch
+>>> import leakyops.torch as lt
+>>> lt.leaky_relu(torch.tensor([-2.0, 0.0, 3.0]), 0.5)
+tensor([-1.,  0.,  3.])
+>>> m = lt.PReLU()
+>>> m
+PReLU(num_parameters=1)
+>>> m(torch.tensor([-4.0, 4.0]))
+tensor([-1.,  4.], grad_fn=<PreluBackward>)
+
+Only CPU tensors are accepted: a tensor on any other device (including
+``meta``) is a ``RuntimeError`` naming the device; a dtype other than the four
+above is a ``TypeError`` naming it. See ``docs/torch.md``.
+"""
+
+# NOTE: this file is ``leakyops/torch.py``; ``import torch`` below is an absolute
+# import and resolves to PyTorch itself, never to this module.
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import torch
+from torch import Tensor
+
+from leakyops import _core
+
+__all__ = [
+    "leaky_relu",
+    "leaky_relu_",
+    "leaky_relu_backward",
+    "prelu",
+    "prelu_backward",
+    "LeakyReLU",
+    "PReLU",
+]
+
+NAMESPACE = "leakyops"
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_SUPPORTED_NAMES = ", ".join(str(d) for d in SUPPORTED_DTYPES)
+
+# --------------------------------------------------------------------------
+# Checks shared by the real kernels and the fake (meta) kernels, so that
+# eager mode, meta tensors and torch.compile report the same errors.
+# They only look at metadata (device, dtype, shape), never at data.
+# --------------------------------------------------------------------------
+
+
+def _check_tensor(fname: str, name: str, t: object) -> None:
+    if not isinstance(t, Tensor):
+        raise TypeError(
+            f"{fname}: '{name}' must be a torch.Tensor, got {type(t).__name__}"
+        )
+    if t.device.type != "cpu":
+        raise RuntimeError(
+            f"{fname}: '{name}' is on device '{t.device}', but leakyops runs on "
+            f"CPU tensors only; move it with .cpu() (or use torch's own operator "
+            f"on that device)"
+        )
+    if t.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(
+            f"{fname}: '{name}' has dtype {t.dtype}, which is not supported; "
+            f"supported dtypes are {_SUPPORTED_NAMES}"
+        )
+
+
+def _check_no_internal_overlap(fname: str, t: Tensor) -> None:
+    # The same rule as PyTorch's in-place ops: a broadcast (zero-stride) view
+    # cannot be written in place, several elements share one memory location.
+    if any(st == 0 and sz > 1 for st, sz in zip(t.stride(), t.shape)):
+        raise RuntimeError(
+            f"{fname}: unsupported operation: more than one element of the "
+            f"written-to tensor refers to a single memory location (strides "
+            f"{tuple(t.stride())}, shape {tuple(t.shape)}); clone() it first"
+        )
+
+
+def _check_prelu(fname: str, x: Tensor, weight: Tensor) -> None:
+    # PyTorch's rules for F.prelu (aten/src/ATen/native/Activation.cpp).
+    _check_tensor(fname, "input", x)
+    _check_tensor(fname, "weight", weight)
+    if weight.dtype != x.dtype:
+        raise TypeError(
+            f"{fname}: 'weight' has dtype {weight.dtype} but 'input' has dtype "
+            f"{x.dtype}; they must be equal (no type promotion)"
+        )
+    if weight.dim() > 1:
+        raise ValueError(
+            f"{fname}: 'weight' must be a scalar or a 1-D tensor, got "
+            f"{weight.dim()} dimensions (shape {tuple(weight.shape)})"
+        )
+    if weight.numel() != 1:
+        if x.dim() == 0:
+            raise ValueError(
+                f"{fname}: a 0-d 'input' needs a 'weight' with one element, got "
+                f"{weight.numel()} elements"
+            )
+        channels = x.shape[1] if x.dim() > 1 else 1
+        if weight.numel() != channels:
+            raise ValueError(
+                f"{fname}: 'weight' has {weight.numel()} elements but 'input' has "
+                f"{channels} channels (size of dim 1 of shape {tuple(x.shape)}); "
+                f"it must have 1 or {channels} elements"
+            )
+
+
+def _backward_result(fname: str, grad_output: Tensor, x: Tensor):
+    """Shape, dtype and a layout template of leaky_relu_backward's result."""
+    try:
+        shape = torch.broadcast_shapes(grad_output.shape, x.shape)
+    except RuntimeError:
+        raise ValueError(
+            f"{fname}: 'grad_output' of shape {tuple(grad_output.shape)} and "
+            f"'self' of shape {tuple(x.shape)} do not broadcast"
+        ) from None
+    dtype = torch.promote_types(grad_output.dtype, x.dtype)
+    # Keep the input's memory format (channels-last, permuted...), like
+    # PyTorch's TensorIterator, whose first input is `self`.
+    template = x if x.shape == shape else grad_output if grad_output.shape == shape else None
+    return shape, dtype, template
+
+
+def _empty_result(shape, dtype, template, device):
+    if template is not None:
+        return torch.empty_like(template, dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+# --------------------------------------------------------------------------
+# Zero-copy bridges between CPU tensors and NumPy arrays.
+# --------------------------------------------------------------------------
+
+
+def _to_numpy(t: Tensor) -> np.ndarray:
+    """A NumPy view of a CPU tensor's memory (no copy, same strides)."""
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        # NumPy has no bfloat16 of its own and torch cannot export one:
+        # reinterpret the 16-bit storage as int16, then as ml_dtypes.bfloat16.
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def _from_numpy(a: np.ndarray) -> Tensor:
+    """A tensor sharing the memory of a NumPy array produced by the core."""
+    if a.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+# --------------------------------------------------------------------------
+# The operators.
+# --------------------------------------------------------------------------
+
+_FN = "leakyops.torch."
+
+
+@torch.library.custom_op(f"{NAMESPACE}::leaky_relu", mutates_args=(), device_types="cpu")
+def _leaky_relu_op(self: Tensor, negative_slope: float = 0.01) -> Tensor:
+    fname = _FN + "leaky_relu"
+    _check_tensor(fname, "input", self)
+    out = torch.empty_like(self)
+    _core.leaky_relu_impl(
+        _to_numpy(self), negative_slope, out=_to_numpy(out), compare=">", fname=fname
+    )
+    return out
+
+
+@_leaky_relu_op.register_fake
+def _(self, negative_slope=0.01):
+    _check_tensor(_FN + "leaky_relu", "input", self)
+    return torch.empty_like(self)
+
+
+@torch.library.custom_op(
+    f"{NAMESPACE}::leaky_relu_", mutates_args=("self",), device_types="cpu"
+)
+def _leaky_relu_inplace_op(self: Tensor, negative_slope: float = 0.01) -> None:
+    # A mutable operator returning nothing (not torch.Tag.inplace, which only
+    # torch >= 2.13 accepts for custom ops); leaky_relu_() below returns `self`.
+    fname = _FN + "leaky_relu_"
+    _check_tensor(fname, "input", self)
+    _check_no_internal_overlap(fname, self)
+    a = _to_numpy(self)
+    _core.leaky_relu_impl(a, negative_slope, out=a, compare=">", fname=fname)
+
+
+@_leaky_relu_inplace_op.register_fake
+def _(self, negative_slope=0.01):
+    fname = _FN + "leaky_relu_"
+    _check_tensor(fname, "input", self)
+    _check_no_internal_overlap(fname, self)
+
+
+@torch.library.custom_op(
+    f"{NAMESPACE}::leaky_relu_backward", mutates_args=(), device_types="cpu"
+)
+def _leaky_relu_backward_op(
+    grad_output: Tensor, self: Tensor, negative_slope: float, self_is_result: bool
+) -> Tensor:
+    fname = _FN + "leaky_relu_backward"
+    _check_tensor(fname, "grad_output", grad_output)
+    _check_tensor(fname, "self", self)
+    shape, dtype, template = _backward_result(fname, grad_output, self)
+    out = _empty_result(shape, dtype, template, self.device)
+    _core.leaky_relu_backward_impl(
+        _to_numpy(grad_output),
+        _to_numpy(self),
+        negative_slope,
+        self_is_result,
+        out=_to_numpy(out),
+        compare=">",
+        fname=fname,
+    )
+    return out
+
+
+@_leaky_relu_backward_op.register_fake
+def _(grad_output, self, negative_slope, self_is_result):
+    fname = _FN + "leaky_relu_backward"
+    _check_tensor(fname, "grad_output", grad_output)
+    _check_tensor(fname, "self", self)
+    if self_is_result and negative_slope < 0:
+        # The core raises the same error in eager mode; raise it while tracing too.
+        raise ValueError(
+            f"{fname}: self_is_result=True with a negative slope "
+            f"({negative_slope}) is not supported: the input's sign cannot be "
+            f"recovered from the result; use the out-of-place leaky_relu"
+        )
+    shape, dtype, template = _backward_result(fname, grad_output, self)
+    return _empty_result(shape, dtype, template, self.device)
+
+
+@torch.library.custom_op(f"{NAMESPACE}::prelu", mutates_args=(), device_types="cpu")
+def _prelu_op(self: Tensor, weight: Tensor) -> Tensor:
+    fname = _FN + "prelu"
+    _check_prelu(fname, self, weight)
+    out = torch.empty_like(self)
+    _core.prelu_impl(
+        _to_numpy(self), _to_numpy(weight), 1, out=_to_numpy(out), compare=">", fname=fname
+    )
+    return out
+
+
+@_prelu_op.register_fake
+def _(self, weight):
+    _check_prelu(_FN + "prelu", self, weight)
+    return torch.empty_like(self)
+
+
+@torch.library.custom_op(
+    f"{NAMESPACE}::prelu_backward", mutates_args=(), device_types="cpu"
+)
+def _prelu_backward_op(
+    grad_output: Tensor, self: Tensor, weight: Tensor
+) -> tuple[Tensor, Tensor]:
+    fname = _FN + "prelu_backward"
+    _check_prelu(fname, self, weight)
+    _check_tensor(fname, "grad_output", grad_output)
+    gi, gw = _core.prelu_backward_impl(
+        _to_numpy(grad_output), _to_numpy(self), _to_numpy(weight), 1,
+        compare=">", fname=fname,
+    )
+    grad_input = _from_numpy(gi)
+    # The fake kernel promises empty_like(self)'s layout (channels-last stays
+    # channels-last); if the core chose another one, copy (memory only).
+    expected = torch.empty_like(self, device="meta")
+    if grad_input.stride() != expected.stride() and grad_input.numel() > 1:
+        grad_input = torch.empty_like(self).copy_(grad_input)
+    return grad_input, _from_numpy(gw)
+
+
+@_prelu_backward_op.register_fake
+def _(grad_output, self, weight):
+    fname = _FN + "prelu_backward"
+    _check_prelu(fname, self, weight)
+    _check_tensor(fname, "grad_output", grad_output)
+    return torch.empty_like(self), torch.empty_like(weight, memory_format=torch.contiguous_format)
+
+
+# --------------------------------------------------------------------------
+# Autograd formulas (PyTorch's tools/autograd/derivatives.yaml).
+# --------------------------------------------------------------------------
+
+
+def _leaky_relu_setup(ctx, inputs, output):
+    x, negative_slope = inputs
+    ctx.negative_slope = negative_slope
+    ctx.save_for_backward(x)
+
+
+def _leaky_relu_grad(ctx, grad):
+    (x,) = ctx.saved_tensors
+    return _leaky_relu_backward_op(grad, x, ctx.negative_slope, False), None
+
+
+_leaky_relu_op.register_autograd(_leaky_relu_grad, setup_context=_leaky_relu_setup)
+
+
+def _leaky_relu_backward_setup(ctx, inputs, output):
+    _, x, negative_slope, self_is_result = inputs
+    ctx.negative_slope = negative_slope
+    ctx.self_is_result = self_is_result
+    ctx.save_for_backward(x)
+
+
+def _leaky_relu_backward_grad(ctx, grad):
+    # leaky_relu_backward is linear in grad_output with the same mask: its
+    # gradient is itself; the mask is piecewise constant in `self`, whose
+    # gradient is zero (None). Autograd reduces a broadcast gradient to the
+    # shape of grad_output and casts it to its dtype.
+    (x,) = ctx.saved_tensors
+    gg = _leaky_relu_backward_op(grad, x, ctx.negative_slope, ctx.self_is_result)
+    return gg, None, None, None
+
+
+_leaky_relu_backward_op.register_autograd(
+    _leaky_relu_backward_grad, setup_context=_leaky_relu_backward_setup
+)
+
+
+def _prelu_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _prelu_grad(ctx, grad):
+    x, weight = ctx.saved_tensors
+    grad_input, grad_weight = _prelu_backward_op(grad, x, weight)
+    return (
+        grad_input if ctx.needs_input_grad[0] else None,
+        grad_weight if ctx.needs_input_grad[1] else None,
+    )
+
+
+_prelu_op.register_autograd(_prelu_grad, setup_context=_prelu_setup)
+
+
+def _prelu_backward_grad(ctx, grad_input_grad, grad_weight_grad):
+    raise NotImplementedError(
+        "leakyops.torch.prelu: double backward (differentiating prelu's "
+        "gradient) is not implemented; use torch.nn.functional.prelu for "
+        "second-order gradients"
+    )
+
+
+_prelu_backward_op.register_autograd(_prelu_backward_grad)
+
+
+class _LeakyReLUInplace(torch.autograd.Function):
+    """In-place leaky_relu with autograd: saves the result, whose sign is the
+    input's for a slope >= 0, and differentiates with self_is_result=True
+    (PyTorch's formula; a negative slope raises in the backward, as in PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, x, negative_slope):
+        torch.ops.leakyops.leaky_relu_(x, negative_slope)
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(x)
+        ctx.negative_slope = negative_slope
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (result,) = ctx.saved_tensors
+        return _leaky_relu_backward_op(grad, result, ctx.negative_slope, True), None
+
+
+# --------------------------------------------------------------------------
+# torch.nn.functional-style functions.
+# --------------------------------------------------------------------------
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``torch.nn.functional.leaky_relu`` on leakyops' kernels.
+
+    ``y = x if x > 0 else negative_slope * x``, element-wise, bit-identical to
+    PyTorch on the CPU (NaN stays NaN, ``-0.0`` gives ``-0.0 * slope``).
+    With ``inplace=True`` the input is overwritten and returned.
+
+    >>> import torch, leakyops.torch as lt
+    >>> lt.leaky_relu(torch.tensor([-1.0, 2.0], dtype=torch.bfloat16), 0.25)
+    tensor([-0.2500,  2.0000], dtype=torch.bfloat16)
+    """
+    if inplace:
+        return leaky_relu_(input, negative_slope)
+    return _leaky_relu_op(input, float(negative_slope))
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place ``leaky_relu``; returns ``input``.
+
+    Differentiable when ``input`` requires grad (not on a leaf, as in PyTorch):
+    the backward uses the result (``self_is_result=True``), so a negative slope
+    raises a ``ValueError`` when the gradient is computed.
+
+    >>> import torch, leakyops.torch as lt
+    >>> x = torch.tensor([-4.0, 4.0])
+    >>> lt.leaky_relu_(x, 0.5) is x, x
+    (True, tensor([-2.,  4.]))
+    """
+    negative_slope = float(negative_slope)
+    if isinstance(input, Tensor) and input.requires_grad and torch.is_grad_enabled():
+        return _LeakyReLUInplace.apply(input, negative_slope)
+    torch.ops.leakyops.leaky_relu_(input, negative_slope)
+    return input
+
+
+def leaky_relu_backward(
+    grad_output: Tensor, input: Tensor, negative_slope: float, self_is_result: bool = False
+) -> Tensor:
+    """Gradient of ``leaky_relu``: ``grad_output if t > 0 else grad_output * slope``.
+
+    ``t`` is the forward input, or the forward result with
+    ``self_is_result=True`` (then a negative slope is a ``ValueError``).
+    The two tensors broadcast; the dtype is PyTorch's promoted dtype.
+    Differentiable (this is what makes ``leaky_relu`` twice differentiable).
+    """
+    return _leaky_relu_backward_op(
+        grad_output, input, float(negative_slope), bool(self_is_result)
+    )
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """``torch.nn.functional.prelu`` on leakyops' kernels.
+
+    ``y = x if x > 0 else weight[c] * x`` with ``c`` the index along dim 1;
+    ``weight`` has one element (shared) or one per channel, ``input``'s dtype,
+    and at most one dimension, as in PyTorch.
+
+    >>> import torch, leakyops.torch as lt
+    >>> lt.prelu(torch.tensor([[-1.0, -1.0], [1.0, -2.0]]), torch.tensor([0.5, 2.0]))
+    tensor([[-0.5000, -2.0000],
+            [ 1.0000, -4.0000]])
+    """
+    return _prelu_op(input, weight)
+
+
+def prelu_backward(grad_output: Tensor, input: Tensor, weight: Tensor) -> tuple[Tensor, Tensor]:
+    """Gradients of ``prelu``: ``(grad_input, grad_weight)``, ``grad_weight``
+    shaped like ``weight`` (summed over every element of its channel, in a
+    thread-count-independent order)."""
+    return _prelu_backward_op(grad_output, input, weight)
+
+
+# --------------------------------------------------------------------------
+# nn.Module drop-ins. Subclasses of PyTorch's modules: same constructor,
+# parameters, state-dict keys, extra_repr and isinstance() checks; only the
+# kernels differ.
+# --------------------------------------------------------------------------
+
+
+class LeakyReLU(torch.nn.LeakyReLU):
+    """``torch.nn.LeakyReLU(negative_slope=0.01, inplace=False)`` on leakyops' kernels.
+
+    >>> import torch, leakyops.torch as lt
+    >>> lt.LeakyReLU(0.1, inplace=True)
+    LeakyReLU(negative_slope=0.1, inplace=True)
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return leaky_relu(input, self.negative_slope, self.inplace)
+
+
+class PReLU(torch.nn.PReLU):
+    """``torch.nn.PReLU(num_parameters=1, init=0.25)`` on leakyops' kernels.
+
+    The parameter is ``weight`` of shape ``(num_parameters,)``, so state dicts
+    load into either class.
+
+    >>> import torch, leakyops.torch as lt
+    >>> sorted(lt.PReLU(3).state_dict())
+    ['weight']
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return prelu(input, self.weight)
