@@ -1,0 +1,192 @@
+"""LocalTensor (Unified Buffer) and GlobalTensor (global memory, i.e. NumPy arrays)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._aicore import UnifiedBuffer, _check_int
+from ._errors import AscendCTypeError, ConstraintError
+from ._types import TPosition, as_dtype, type_name
+
+__all__ = ["LocalTensor", "GlobalTensor"]
+
+
+def _slice_bounds(key, size: int, what: str) -> tuple[int, int]:
+    if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+        raise TypeError(
+            f"{what}[{key}]: use {what}[{key}:] for Ascend C's operator[] (a tensor starting at "
+            f"element {key}) or GetValue({key}) for the element")
+    if not isinstance(key, slice) or key.step not in (None, 1):
+        raise TypeError(f"{what}: index with [offset:] or [offset:stop], got {key!r}")
+    start = 0 if key.start is None else _check_int(key.start, f"{what}: offset", lo=0)
+    stop = size if key.stop is None else _check_int(key.stop, f"{what}: stop", lo=0)
+    if start > size or stop > size or stop < start:
+        raise ConstraintError(
+            f"{what}[{start}:{stop}]: out of range for a tensor of {size} elements")
+    return start, stop
+
+
+class LocalTensor:
+    """A typed window on the Unified Buffer of one core.
+
+    Made by ``TQue.AllocTensor``, ``TBuf.Get`` or ``LocalMemAllocator.Alloc``; never owns
+    memory. ``t[i:]`` is Ascend C's ``t[i]`` (the tensor starting ``i`` elements further on,
+    whose start address may then be unaligned); :meth:`numpy` is a writable NumPy view.
+    """
+
+    __slots__ = ("_ub", "_addr", "_dtype", "_size", "_position", "_owner")
+
+    def __init__(self, ub: UnifiedBuffer, addr: int, dtype, size: int,
+                 position: TPosition = TPosition.VECCALC, owner=None):
+        dtype = as_dtype(dtype, "LocalTensor")
+        if not isinstance(position, TPosition):
+            raise AscendCTypeError(f"LocalTensor: position must be a TPosition, got {position!r}")
+        if addr % dtype.itemsize:
+            raise ConstraintError(
+                f"LocalTensor: address {addr} is not a multiple of sizeof({type_name(dtype)})")
+        if addr < 0 or size < 0 or addr + size * dtype.itemsize > ub.capacity:
+            raise ConstraintError(
+                f"LocalTensor: [{addr}, {addr + size * dtype.itemsize}) is outside the "
+                f"{ub.capacity}-byte Unified Buffer")
+        self._ub = ub
+        self._addr = addr
+        self._dtype = dtype
+        self._size = size
+        self._position = position
+        self._owner = owner
+
+    # --- Ascend C methods ---------------------------------------------------------------
+    def GetSize(self) -> int:
+        """Number of elements."""
+        return self._size
+
+    def GetLength(self) -> int:
+        """Length in bytes."""
+        return self._size * self._dtype.itemsize
+
+    def GetPhyAddr(self) -> int:
+        """Start address: a byte offset into the Unified Buffer."""
+        return self._addr
+
+    def GetPosition(self) -> TPosition:
+        return self._position
+
+    def GetValue(self, index: int):
+        index = _check_int(index, "LocalTensor.GetValue: index", lo=0, hi=self._size - 1)
+        return self.numpy()[index]
+
+    def SetValue(self, index: int, value) -> None:
+        index = _check_int(index, "LocalTensor.SetValue: index", lo=0, hi=self._size - 1)
+        self.numpy()[index] = value
+
+    def ReinterpretCast(self, dtype) -> "LocalTensor":
+        """The same bytes seen as another element type."""
+        dtype = as_dtype(dtype, "LocalTensor.ReinterpretCast")
+        return LocalTensor(self._ub, self._addr, dtype, self.GetLength() // dtype.itemsize,
+                           self._position, self._owner)
+
+    def __getitem__(self, key) -> "LocalTensor":
+        start, stop = _slice_bounds(key, self._size, "LocalTensor")
+        return LocalTensor(self._ub, self._addr + start * self._dtype.itemsize, self._dtype,
+                           stop - start, self._position, self._owner)
+
+    # --- Python conveniences ------------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def position(self) -> TPosition:
+        return self._position
+
+    @property
+    def ub(self) -> UnifiedBuffer:
+        return self._ub
+
+    def numpy(self) -> np.ndarray:
+        """A writable view of the elements (no copy)."""
+        start = self._addr // self._dtype.itemsize
+        return self._ub.view(self._dtype)[start:start + self._size]
+
+    def __repr__(self) -> str:
+        return (f"LocalTensor<{type_name(self._dtype)}>({self._position.name}, "
+                f"addr={self._addr}, size={self._size})")
+
+
+class GlobalTensor:
+    """A typed window on global memory: a 1-D C-contiguous NumPy array.
+
+    ``SetGlobalBuffer(array)`` plays ``SetGlobalBuffer((__gm__ T*)ptr, size)``; pointer
+    arithmetic is slicing the array first (``x[offset:]``) or ``gm[offset:]``. A ``uint8``
+    array is raw memory and is reinterpreted as ``T``.
+    """
+
+    __slots__ = ("_dtype", "_array")
+
+    def __init__(self, dtype=None):
+        self._dtype = None if dtype is None else as_dtype(dtype, "GlobalTensor")
+        self._array = None
+
+    def SetGlobalBuffer(self, buffer, bufferSize: int | None = None) -> None:
+        if not isinstance(buffer, np.ndarray):
+            raise AscendCTypeError(
+                f"GlobalTensor.SetGlobalBuffer: expected a NumPy array (global memory), got "
+                f"{type(buffer).__name__}")
+        if not buffer.flags.c_contiguous:
+            raise ConstraintError(
+                "GlobalTensor.SetGlobalBuffer: the array must be C-contiguous (global memory is "
+                "addressed linearly)")
+        flat = buffer.reshape(-1)
+        dtype = self._dtype
+        if dtype is None:
+            dtype = self._dtype = as_dtype(flat.dtype, "GlobalTensor.SetGlobalBuffer")
+        if flat.dtype != dtype:
+            if flat.dtype != np.uint8:
+                raise AscendCTypeError(
+                    f"GlobalTensor<{type_name(dtype)}>.SetGlobalBuffer: array has dtype "
+                    f"{flat.dtype}; pass a {dtype} array or raw uint8 bytes")
+            usable = flat.size - flat.size % dtype.itemsize
+            flat = flat[:usable].view(dtype)
+        if bufferSize is not None:
+            bufferSize = _check_int(bufferSize, "GlobalTensor.SetGlobalBuffer: bufferSize",
+                                    lo=0, hi=flat.size)
+            flat = flat[:bufferSize]
+        self._array = flat
+
+    def _require(self) -> np.ndarray:
+        if self._array is None:
+            raise ConstraintError("GlobalTensor: SetGlobalBuffer has not been called")
+        return self._array
+
+    def GetSize(self) -> int:
+        return self._require().size
+
+    def GetValue(self, index: int):
+        arr = self._require()
+        index = _check_int(index, "GlobalTensor.GetValue: index", lo=0, hi=arr.size - 1)
+        return arr[index]
+
+    def SetValue(self, index: int, value) -> None:
+        arr = self._require()
+        index = _check_int(index, "GlobalTensor.SetValue: index", lo=0, hi=arr.size - 1)
+        arr[index] = value
+
+    def __getitem__(self, key) -> "GlobalTensor":
+        arr = self._require()
+        start, stop = _slice_bounds(key, arr.size, "GlobalTensor")
+        out = GlobalTensor(self._dtype)
+        out._array = arr[start:stop]
+        return out
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        return self._dtype
+
+    def numpy(self) -> np.ndarray:
+        """The elements as a NumPy view (no copy)."""
+        return self._require()
+
+    def __repr__(self) -> str:
+        size = "unset" if self._array is None else f"size={self._array.size}"
+        name = "?" if self._dtype is None else type_name(self._dtype)
+        return f"GlobalTensor<{name}>({size})"
