@@ -1,0 +1,490 @@
+"""A small ctypes harness for the real oneDNN Graph C API (``dnnl_graph.h``).
+
+The oracle for :mod:`leakyops.onednn`: the tests build the same single-op (or
+chained) graph here and in leakyops, execute both, and compare bit for bit.
+
+The library comes from PyPI (``onednn-cpu-gomp==2023.2.0``, oneDNN 3.2) and is
+found, in this order, at ``$LEAKYOPS_DNNL_LIB``, next to the interpreter's
+prefix (``<prefix>/lib/libdnnl.so.3``), or through ``ctypes.util.find_library``.
+:func:`load` returns ``None`` when it is absent, so the tests can skip.
+
+Only what the tests need is wrapped: engine, stream, logical tensors, ops with
+f32/bool/str attributes, graph, partitions, compile, execute.  Every C call is
+checked; a failing call raises :class:`DnnlError` with oneDNN's status name,
+the same names :class:`leakyops.onednn.Error` carries.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+try:  # the bfloat16 NumPy dtype; leakyops depends on ml_dtypes anyway
+    from ml_dtypes import bfloat16 as _bf16
+except ImportError:  # pragma: no cover
+    _bf16 = None
+
+MAX_NDIMS = 12
+UNKNOWN_DIM = -(2**63)  # DNNL_GRAPH_UNKNOWN_DIM (INT64_MIN)
+
+STATUS_NAMES = {
+    0: "success",
+    1: "out_of_memory",
+    2: "invalid_arguments",
+    3: "unimplemented",
+    4: "last_impl_reached",
+    5: "runtime_error",
+    6: "not_required",
+    7: "invalid_graph",
+    8: "invalid_graph_op",
+    9: "invalid_shape",
+    10: "invalid_data_type",
+}
+
+# dnnl_data_type_t
+DT = {"f16": 1, "bf16": 2, "f32": 3, "s32": 4, "s8": 5, "u8": 6, "f64": 7, "boolean": 8}
+# dnnl_graph_layout_type_t
+LAYOUT_UNDEF, LAYOUT_ANY, LAYOUT_STRIDED, LAYOUT_OPAQUE = 0, 1, 2, 3
+# dnnl_graph_op_kind_t (enum order of dnnl_graph_types.h, oneDNN 3.2)
+OP_KINDS = [
+    "Abs", "AbsBackward", "Add", "AvgPool", "AvgPoolBackward",
+    "BatchNormBackward", "BatchNormForwardTraining", "BatchNormInference",
+    "BiasAdd", "BiasAddBackward", "Clamp", "ClampBackward", "Concat",
+    "Convolution", "ConvolutionBackwardData", "ConvolutionBackwardWeights",
+    "ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
+    "Dequantize", "Divide", "DynamicDequantize", "DynamicQuantize", "Elu",
+    "EluBackward", "End", "Exp", "GELU", "GELUBackward", "HardSwish",
+    "HardSwishBackward", "Interpolate", "InterpolateBackward", "LayerNorm",
+    "LayerNormBackward", "LeakyReLU", "Log", "LogSoftmax", "LogSoftmaxBackward",
+    "MatMul", "Maximum", "MaxPool", "MaxPoolBackward", "Minimum", "Mish",
+    "MishBackward", "Multiply", "PReLU", "PReLUBackward", "Quantize",
+    "Reciprocal", "ReduceL1", "ReduceL2", "ReduceMax", "ReduceMean",
+    "ReduceMin", "ReduceProd", "ReduceSum", "ReLU", "ReLUBackward", "Reorder",
+    "Round", "Sigmoid", "SigmoidBackward", "SoftMax", "SoftMaxBackward",
+    "SoftPlus", "SoftPlusBackward", "Sqrt", "SqrtBackward", "Square",
+    "SquaredDifference", "StaticReshape", "StaticTranspose", "Subtract", "Tanh",
+    "TanhBackward", "TypeCast", "Wildcard", "HardSigmoid", "HardSigmoidBackward",
+    "Select", "Pow",
+]
+OP_KIND = {name: i for i, name in enumerate(OP_KINDS)}
+# dnnl_graph_op_attr_t (the ones the tests use)
+ATTR = {
+    "alpha": 0x1,
+    "beta": 0x2,
+    "per_channel_broadcast": 0x63,
+    "data_format": 0x83,
+}
+ATTR_KIND = {"alpha": "f32", "beta": "f32", "per_channel_broadcast": "bool",
+             "data_format": "str"}
+
+POLICY_FUSION, POLICY_DEBUG = 1, 2
+ENGINE_CPU = 1
+
+
+class DnnlError(RuntimeError):
+    """A oneDNN C call returned a status other than ``dnnl_success``."""
+
+    def __init__(self, func: str, status: int):
+        self.func = func
+        self.status = STATUS_NAMES.get(status, f"status_{status}")
+        super().__init__(f"{func}: {self.status} ({status})")
+
+
+class LogicalTensorC(ctypes.Structure):
+    class _Layout(ctypes.Union):
+        _fields_ = [("strides", ctypes.c_int64 * MAX_NDIMS), ("layout_id", ctypes.c_size_t)]
+
+    _fields_ = [
+        ("id", ctypes.c_size_t),
+        ("ndims", ctypes.c_int),
+        ("dims", ctypes.c_int64 * MAX_NDIMS),
+        ("data_type", ctypes.c_int),
+        ("property", ctypes.c_int),
+        ("layout_type", ctypes.c_int),
+        ("layout", _Layout),
+    ]
+
+    @property
+    def shape(self):
+        return tuple(self.dims[i] for i in range(self.ndims)) if self.ndims >= 0 else None
+
+    @property
+    def strides(self):
+        return tuple(self.layout.strides[i] for i in range(self.ndims))
+
+
+def np_dtype(name: str) -> np.dtype:
+    return {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16),
+            "bf16": np.dtype(_bf16)}[name]
+
+
+def dt_name(dtype) -> str:
+    dtype = np.dtype(dtype)
+    if dtype == np.float32:
+        return "f32"
+    if dtype == np.float16:
+        return "f16"
+    if _bf16 is not None and dtype == np.dtype(_bf16):
+        return "bf16"
+    raise TypeError(f"no oneDNN data type for {dtype}")
+
+
+def _candidates():
+    env = os.environ.get("LEAKYOPS_DNNL_LIB")
+    if env:
+        yield env
+    for prefix in dict.fromkeys([sys.prefix, sys.base_prefix]):
+        for name in ("libdnnl.so.3", "libdnnl.so"):
+            yield os.path.join(prefix, "lib", name)
+    found = ctypes.util.find_library("dnnl")
+    if found:
+        yield found
+
+
+_LIB = None
+_TRIED = False
+
+
+def load():
+    """Return the loaded ``libdnnl`` (a :class:`ctypes.CDLL`), or ``None``."""
+    global _LIB, _TRIED
+    if _TRIED:
+        return _LIB
+    _TRIED = True
+    for path in _candidates():
+        if not (os.path.sep not in path or os.path.exists(path)):
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+            lib.dnnl_graph_graph_create  # noqa: B018 - must have the Graph API
+        except (OSError, AttributeError):
+            continue
+        _declare(lib)
+        _LIB = lib
+        break
+    return _LIB
+
+
+class _Version(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_int), ("minor", ctypes.c_int), ("patch", ctypes.c_int),
+                ("hash", ctypes.c_char_p), ("cpu_runtime", ctypes.c_uint),
+                ("gpu_runtime", ctypes.c_uint)]
+
+
+def _declare(lib):
+    vp, sz = ctypes.c_void_p, ctypes.c_size_t
+    lt_p = ctypes.POINTER(LogicalTensorC)
+    sigs = {
+        "dnnl_engine_create": [ctypes.POINTER(vp), ctypes.c_int, sz],
+        "dnnl_engine_destroy": [vp],
+        "dnnl_stream_create": [ctypes.POINTER(vp), vp, ctypes.c_uint],
+        "dnnl_stream_wait": [vp],
+        "dnnl_stream_destroy": [vp],
+        "dnnl_graph_logical_tensor_init": [lt_p, sz, ctypes.c_int, ctypes.c_int32,
+                                           ctypes.c_int, ctypes.c_int],
+        "dnnl_graph_logical_tensor_init_with_dims": [lt_p, sz, ctypes.c_int, ctypes.c_int32,
+                                                     ctypes.c_int64 * MAX_NDIMS,
+                                                     ctypes.c_int, ctypes.c_int],
+        "dnnl_graph_logical_tensor_init_with_strides": [lt_p, sz, ctypes.c_int, ctypes.c_int32,
+                                                        ctypes.c_int64 * MAX_NDIMS,
+                                                        ctypes.c_int64 * MAX_NDIMS,
+                                                        ctypes.c_int],
+        "dnnl_graph_logical_tensor_get_mem_size": [lt_p, ctypes.POINTER(sz)],
+        "dnnl_graph_tensor_create": [ctypes.POINTER(vp), lt_p, vp, vp],
+        "dnnl_graph_tensor_destroy": [vp],
+        "dnnl_graph_op_create": [ctypes.POINTER(vp), sz, ctypes.c_int, ctypes.c_char_p],
+        "dnnl_graph_op_destroy": [vp],
+        "dnnl_graph_op_add_input": [vp, lt_p],
+        "dnnl_graph_op_add_output": [vp, lt_p],
+        "dnnl_graph_op_set_attr_f32": [vp, ctypes.c_int, ctypes.POINTER(ctypes.c_float), sz],
+        "dnnl_graph_op_set_attr_bool": [vp, ctypes.c_int, ctypes.POINTER(ctypes.c_uint8), sz],
+        "dnnl_graph_op_set_attr_str": [vp, ctypes.c_int, ctypes.c_char_p, sz],
+        "dnnl_graph_graph_create": [ctypes.POINTER(vp), ctypes.c_int],
+        "dnnl_graph_graph_destroy": [vp],
+        "dnnl_graph_add_op": [vp, vp],
+        "dnnl_graph_graph_finalize": [vp],
+        "dnnl_graph_graph_filter": [vp, ctypes.c_int],
+        "dnnl_graph_graph_get_partition_num": [vp, ctypes.POINTER(sz)],
+        "dnnl_graph_graph_get_partitions": [vp, sz, ctypes.POINTER(vp)],
+        "dnnl_graph_partition_destroy": [vp],
+        "dnnl_graph_partition_get_op_num": [vp, ctypes.POINTER(sz)],
+        "dnnl_graph_partition_get_ops": [vp, sz, ctypes.POINTER(sz)],
+        "dnnl_graph_partition_is_supported": [vp, ctypes.POINTER(ctypes.c_uint8)],
+        "dnnl_graph_partition_get_input_ports_num": [vp, ctypes.POINTER(sz)],
+        "dnnl_graph_partition_get_input_ports": [vp, sz, lt_p],
+        "dnnl_graph_partition_get_output_ports_num": [vp, ctypes.POINTER(sz)],
+        "dnnl_graph_partition_get_output_ports": [vp, sz, lt_p],
+        "dnnl_graph_compiled_partition_create": [ctypes.POINTER(vp), vp],
+        "dnnl_graph_partition_compile": [vp, vp, sz, ctypes.POINTER(lt_p), sz,
+                                         ctypes.POINTER(lt_p), vp],
+        "dnnl_graph_compiled_partition_query_logical_tensor": [vp, sz, lt_p],
+        "dnnl_graph_compiled_partition_execute": [vp, vp, sz, ctypes.POINTER(vp), sz,
+                                                  ctypes.POINTER(vp)],
+        "dnnl_graph_compiled_partition_destroy": [vp],
+    }
+    for name, args in sigs.items():
+        fn = getattr(lib, name)
+        fn.argtypes = args
+        fn.restype = ctypes.c_int
+    lib.dnnl_version.restype = ctypes.POINTER(_Version)
+    lib.dnnl_version.argtypes = []
+
+
+def version():
+    """``(major, minor, patch)`` of the loaded library."""
+    v = load().dnnl_version().contents
+    return (v.major, v.minor, v.patch)
+
+
+def _check(func, status):
+    if status != 0:
+        raise DnnlError(func, status)
+
+
+def _call(name, *args):
+    _check(name, getattr(_LIB, name)(*args))
+
+
+def _dims(values):
+    arr = (ctypes.c_int64 * MAX_NDIMS)()
+    for i, v in enumerate(values):
+        arr[i] = v
+    return arr
+
+
+def logical_tensor(tid, dtype, shape=None, strides=None, layout=LAYOUT_STRIDED, ndims=None):
+    """A ``dnnl_graph_logical_tensor_t``; ``shape=None`` leaves dims unknown.
+
+    ``shape`` may contain ``-1`` for an unknown dimension.
+    ``dtype`` is an oneDNN name (``"f32"``) or a NumPy dtype.
+    """
+    dt = DT[dtype] if isinstance(dtype, str) else DT[dt_name(dtype)]
+    lt = LogicalTensorC()
+    if shape is None:
+        _call("dnnl_graph_logical_tensor_init", ctypes.byref(lt), tid, dt,
+              -1 if ndims is None else ndims, layout, 1)
+    elif strides is None:
+        dims = [UNKNOWN_DIM if d == -1 else d for d in shape]
+        _call("dnnl_graph_logical_tensor_init_with_dims", ctypes.byref(lt), tid, dt,
+              len(shape), _dims(dims), layout, 1)
+    else:
+        _call("dnnl_graph_logical_tensor_init_with_strides", ctypes.byref(lt), tid, dt,
+              len(shape), _dims(shape), _dims(strides), 1)
+    return lt
+
+
+@dataclass
+class OpSpec:
+    """One op of a graph: id, kind name, inputs, outputs, attributes."""
+
+    id: int
+    kind: str
+    inputs: list
+    outputs: list
+    attrs: dict
+
+
+class Session:
+    """An engine and a stream on the CPU; create with :func:`session`."""
+
+    def __init__(self):
+        if load() is None:
+            raise RuntimeError("libdnnl (oneDNN 3.x with the Graph API) was not found")
+        self.engine = ctypes.c_void_p()
+        self.stream = ctypes.c_void_p()
+        _call("dnnl_engine_create", ctypes.byref(self.engine), ENGINE_CPU, 0)
+        _call("dnnl_stream_create", ctypes.byref(self.stream), self.engine, 1)
+
+    def close(self):
+        if self.stream:
+            _LIB.dnnl_stream_destroy(self.stream)
+            self.stream = ctypes.c_void_p()
+        if self.engine:
+            _LIB.dnnl_engine_destroy(self.engine)
+            self.engine = ctypes.c_void_p()
+
+
+def make_op(spec: OpSpec):
+    """Create a ``dnnl_graph_op_t`` for ``spec`` (caller destroys it)."""
+    op = ctypes.c_void_p()
+    _call("dnnl_graph_op_create", ctypes.byref(op), spec.id, OP_KIND[spec.kind],
+          spec.kind.encode())
+    try:
+        for lt in spec.inputs:
+            _call("dnnl_graph_op_add_input", op, ctypes.byref(lt))
+        for lt in spec.outputs:
+            _call("dnnl_graph_op_add_output", op, ctypes.byref(lt))
+        for name, value in spec.attrs.items():
+            kind = ATTR_KIND[name]
+            if kind == "f32":
+                v = ctypes.c_float(value)
+                _call("dnnl_graph_op_set_attr_f32", op, ATTR[name], ctypes.byref(v), 1)
+            elif kind == "bool":
+                v = ctypes.c_uint8(1 if value else 0)
+                _call("dnnl_graph_op_set_attr_bool", op, ATTR[name], ctypes.byref(v), 1)
+            else:
+                b = value.encode()
+                _call("dnnl_graph_op_set_attr_str", op, ATTR[name], b, len(b))
+    except DnnlError:
+        _LIB.dnnl_graph_op_destroy(op)
+        raise
+    return op
+
+
+@dataclass
+class PartitionInfo:
+    handle: ctypes.c_void_p
+    supported: bool
+    op_ids: list
+    inputs: list
+    outputs: list
+
+
+def build_graph(specs, policy=POLICY_FUSION):
+    """Add ``specs`` to a new graph, finalize, partition.
+
+    Returns a list of :class:`PartitionInfo`; raises :class:`DnnlError` (with
+    the function that failed, e.g. ``dnnl_graph_add_op``) on error.  The
+    graph and its partitions are destroyed by :func:`destroy_partitions`.
+    """
+    graph = ctypes.c_void_p()
+    _call("dnnl_graph_graph_create", ctypes.byref(graph), ENGINE_CPU)
+    ops = []
+    try:
+        for spec in specs:
+            op = make_op(spec)
+            ops.append(op)
+            _call("dnnl_graph_add_op", graph, op)
+        _call("dnnl_graph_graph_finalize", graph)
+        _call("dnnl_graph_graph_filter", graph, policy)
+        n = ctypes.c_size_t()
+        _call("dnnl_graph_graph_get_partition_num", graph, ctypes.byref(n))
+        handles = (ctypes.c_void_p * n.value)()
+        if n.value:
+            _call("dnnl_graph_graph_get_partitions", graph, n.value, handles)
+        parts = []
+        for h in handles:
+            h = ctypes.c_void_p(h)
+            sup = ctypes.c_uint8()
+            _call("dnnl_graph_partition_is_supported", h, ctypes.byref(sup))
+            nops = ctypes.c_size_t()
+            _call("dnnl_graph_partition_get_op_num", h, ctypes.byref(nops))
+            ids = (ctypes.c_size_t * max(nops.value, 1))()
+            if nops.value:
+                _call("dnnl_graph_partition_get_ops", h, nops.value, ids)
+            nin, nout = ctypes.c_size_t(), ctypes.c_size_t()
+            _call("dnnl_graph_partition_get_input_ports_num", h, ctypes.byref(nin))
+            _call("dnnl_graph_partition_get_output_ports_num", h, ctypes.byref(nout))
+            ins = (LogicalTensorC * max(nin.value, 1))()
+            outs = (LogicalTensorC * max(nout.value, 1))()
+            if nin.value:
+                _call("dnnl_graph_partition_get_input_ports", h, nin.value, ins)
+            if nout.value:
+                _call("dnnl_graph_partition_get_output_ports", h, nout.value, outs)
+            parts.append(PartitionInfo(h, bool(sup.value), list(ids[: nops.value]),
+                                       list(ins[: nin.value]), list(outs[: nout.value])))
+        return parts
+    finally:
+        for op in ops:
+            _LIB.dnnl_graph_op_destroy(op)
+        _LIB.dnnl_graph_graph_destroy(graph)
+
+
+def destroy_partitions(parts):
+    for p in parts:
+        _LIB.dnnl_graph_partition_destroy(p.handle)
+
+
+class Compiled:
+    """A compiled partition (``dnnl_graph_compiled_partition_t``)."""
+
+    def __init__(self, sess: Session, part: PartitionInfo, inputs, outputs):
+        self.sess = sess
+        self.handle = ctypes.c_void_p()
+        _call("dnnl_graph_compiled_partition_create", ctypes.byref(self.handle), part.handle)
+        lt_p = ctypes.POINTER(LogicalTensorC)
+        ins = (lt_p * max(len(inputs), 1))(*[ctypes.pointer(lt) for lt in inputs])
+        outs = (lt_p * max(len(outputs), 1))(*[ctypes.pointer(lt) for lt in outputs])
+        try:
+            _call("dnnl_graph_partition_compile", part.handle, self.handle, len(inputs), ins,
+                  len(outputs), outs, sess.engine)
+        except DnnlError:
+            self.destroy()
+            raise
+
+    def query(self, tid) -> LogicalTensorC:
+        lt = LogicalTensorC()
+        _call("dnnl_graph_compiled_partition_query_logical_tensor", self.handle, tid,
+              ctypes.byref(lt))
+        return lt
+
+    def execute(self, inputs, outputs):
+        """Run with ``inputs``/``outputs`` as ``[(logical_tensor, ndarray), ...]``.
+
+        The arrays are used in place (no copy): outputs must be writeable,
+        C-contiguous or laid out as their logical tensor's strides say.
+        """
+        made = []
+        try:
+            def mk(pairs):
+                arr = (ctypes.c_void_p * max(len(pairs), 1))()
+                for i, (lt, buf) in enumerate(pairs):
+                    t = ctypes.c_void_p()
+                    _call("dnnl_graph_tensor_create", ctypes.byref(t), ctypes.byref(lt),
+                          self.sess.engine, ctypes.c_void_p(buf.ctypes.data))
+                    made.append(t)
+                    arr[i] = t
+                return arr
+
+            ins, outs = mk(inputs), mk(outputs)
+            _call("dnnl_graph_compiled_partition_execute", self.handle, self.sess.stream,
+                  len(inputs), ins, len(outputs), outs)
+            _call("dnnl_stream_wait", self.sess.stream)
+        finally:
+            for t in made:
+                _LIB.dnnl_graph_tensor_destroy(t)
+
+    def destroy(self):
+        if self.handle:
+            _LIB.dnnl_graph_compiled_partition_destroy(self.handle)
+            self.handle = ctypes.c_void_p()
+
+
+def run_single(sess, kind, attrs, in_arrays, out_specs, *, in_strides=None):
+    """Build, compile and execute a one-op graph; return the output arrays.
+
+    ``in_arrays``: the input NumPy arrays (C-contiguous; their dtype gives the
+    data type).  ``out_specs``: ``[(shape, dtype), ...]`` for the outputs
+    (``shape=None``: unknown, inferred at compile time).  Raises
+    :class:`DnnlError` at whatever stage the library rejects.
+    """
+    in_lts = [logical_tensor(i, a.dtype, a.shape) for i, a in enumerate(in_arrays)]
+    n = len(in_arrays)
+    out_lts = [logical_tensor(n + j, dt, shape, ndims=None if shape is not None else -1)
+               for j, (shape, dt) in enumerate(out_specs)]
+    parts = build_graph([OpSpec(100, kind, in_lts, out_lts, attrs)])
+    try:
+        if len(parts) != 1 or not parts[0].supported:
+            raise DnnlError("dnnl_graph_partition_is_supported", 3)
+        cp = Compiled(sess, parts[0], in_lts, out_lts)
+        try:
+            outs = []
+            pairs = []
+            for lt in out_lts:
+                q = cp.query(lt.id)
+                buf = np.empty(q.shape, dtype=np_dtype(
+                    {v: k for k, v in DT.items()}[q.data_type]))
+                outs.append(buf)
+                pairs.append((q, buf))
+            ins = [(lt, np.ascontiguousarray(a)) for lt, a in zip(in_lts, in_arrays)]
+            cp.execute(ins, pairs)
+            return outs
+        finally:
+            cp.destroy()
+    finally:
+        destroy_partitions(parts)
