@@ -1,0 +1,105 @@
+"""Ascend CANN ``aclnn`` LeakyReLU-family operators, emulated on the CPU.
+
+A program written against CANN's aclnn API ports to Python line by line: the C names are
+kept; out-parameters come back as a tuple in front of the status, as in Ascend's Python ACL
+binding; functions return status codes and never raise for bad arguments
+(``aclGetRecentErrMsg()`` tells why a call failed).
+
+>>> import numpy as np
+>>> from leakyops import aclnn
+>>> x = np.array([-2.0, -0.5, 0.0, 3.0], dtype=np.float32)
+>>> y = np.zeros_like(x)
+>>> stream, ret = aclnn.aclrtCreateStream()
+>>> self, out = aclnn.from_numpy(x), aclnn.from_numpy(y)
+>>> slope = aclnn.aclCreateScalar(0.5, aclnn.ACL_FLOAT)
+>>> ws_size, executor, ret = aclnn.aclnnLeakyReluGetWorkspaceSize(self, slope, out)
+>>> ws, ret = aclnn.aclrtMalloc(ws_size)
+>>> aclnn.aclnnLeakyRelu(ws, ws_size, executor, stream)
+0
+>>> aclnn.aclrtSynchronizeStream(stream)
+0
+>>> y
+array([-1.  , -0.25,  0.  ,  3.  ], dtype=float32)
+>>> aclnn.aclnnLeakyReluGetWorkspaceSize(None, slope, out)[2]
+161001
+>>> print(aclnn.aclGetRecentErrMsg())
+[161001] aclnnLeakyReluGetWorkspaceSize: Expected a proper Tensor or Scalar but got null for argument self.
+>>> aclnn.aclrtDestroyStream(stream)
+0
+"""
+
+from ._objects import (
+    aclCreateScalar,
+    aclCreateTensor,
+    aclDestroyScalar,
+    aclDestroyTensor,
+    aclGetDataType,
+    aclGetViewShape,
+    aclGetViewStrides,
+    aclScalar,
+    aclTensor,
+    from_numpy,
+    to_numpy,
+)
+from ._ops import (
+    aclnnInplaceLeakyRelu,
+    aclnnInplaceLeakyReluGetWorkspaceSize,
+    aclnnLeakyRelu,
+    aclnnLeakyReluBackward,
+    aclnnLeakyReluBackwardGetWorkspaceSize,
+    aclnnLeakyReluGetWorkspaceSize,
+    aclnnPrelu,
+    aclnnPreluBackward,
+    aclnnPreluBackwardGetWorkspaceSize,
+    aclnnPreluGetWorkspaceSize,
+    aclOpExecutor,
+)
+from ._runtime import (
+    SOC_VERSIONS,
+    DevicePtr,
+    aclFinalize,
+    aclInit,
+    aclrtCreateStream,
+    aclrtDestroyStream,
+    aclrtFree,
+    aclrtGetSocName,
+    aclrtMalloc,
+    aclrtMemcpy,
+    aclrtMemcpyAsync,
+    aclrtMemset,
+    aclrtResetDevice,
+    aclrtSetDevice,
+    aclrtStream,
+    aclrtSynchronizeStream,
+    get_soc_version,
+    set_soc_version,
+)
+from ._status import (
+    ACL_ERROR_INVALID_PARAM,
+    ACL_ERROR_RT_AICORE_EXCEPTION,
+    ACL_ERROR_RT_INVALID_DEVICEID,
+    ACL_ERROR_RT_MEMORY_ALLOCATION,
+    ACL_ERROR_RT_PARAM_INVALID,
+    ACL_SUCCESS,
+    ACLNN_ERR_INNER,
+    ACLNN_ERR_INNER_CREATE_EXECUTOR,
+    ACLNN_ERR_INNER_NULLPTR,
+    ACLNN_ERR_PARAM_INVALID,
+    ACLNN_ERR_PARAM_NULLPTR,
+    ACLNN_ERR_RUNTIME_ERROR,
+    ACLNN_SUCCESS,
+    aclDataType,
+    aclFormat,
+    aclGetRecentErrMsg,
+    aclrtMemcpyKind,
+    aclrtMemMallocPolicy,
+)
+
+# C-style enum constants at module level (``aclnn.ACL_FLOAT``, ``aclnn.ACL_FORMAT_ND``, ...)
+globals().update({m.name: m for enum_cls in (aclDataType, aclFormat, aclrtMemcpyKind, aclrtMemMallocPolicy)
+                  for m in enum_cls})
+
+__all__ = sorted(
+    [name for name in globals() if name.startswith(("acl", "ACL"))]
+    + ["DevicePtr", "SOC_VERSIONS", "from_numpy", "to_numpy", "get_soc_version", "set_soc_version"]
+)
