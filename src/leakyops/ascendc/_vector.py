@@ -54,12 +54,21 @@ def _check_operands(dst, src) -> np.dtype:
     return dst.dtype
 
 
-def _check_scalar(value):
+def _check_scalar(value, dtype: np.dtype):
+    """The scalar as a value of the tensor's type (``const T& scalarValue``).
+
+    Converting it here is the C++ implicit conversion, not arithmetic; it also keeps the
+    overflow of e.g. 1e30 -> half (inf) silent, as a C++ conversion is."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, (numbers.Real, np.integer, np.floating, np.bool_)) and not isinstance(
             value, (str, bytes)):
-        return value
+        try:
+            wide = np.asarray(value, dtype=np.float64)
+        except OverflowError:          # a Python int beyond float64
+            wide = np.asarray(np.inf if value > 0 else -np.inf)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return wide.astype(dtype)[()]
     raise AscendCTypeError(
         f"{_NAME}: scalarValue must be a real number (it takes the tensor's type), got "
         f"{type(value).__name__} {value!r}")
@@ -213,8 +222,8 @@ def LeakyRelu(dst: LocalTensor, src: LocalTensor, scalarValue, *args, isSetMask:
     """
     if not isinstance(isSetMask, (bool, np.bool_)):
         raise AscendCTypeError(f"{_NAME}: isSetMask must be a bool, got {isSetMask!r}")
-    _check_operands(dst, src)
-    scalar = _check_scalar(scalarValue)
+    dtype = _check_operands(dst, src)
+    scalar = _check_scalar(scalarValue, dtype)
     if len(args) == 1:
         _count_form(dst, src, scalar, args[0], bool(isSetMask))
     elif len(args) == 3:
