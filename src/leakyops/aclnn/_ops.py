@@ -322,14 +322,16 @@ def aclnnLeakyReluBackwardGetWorkspaceSize(gradOutput, self, negativeSlope, self
         if self.is_empty():
             return
         slope = negativeSlope.to_float()
-        is_result = bool(selfIsResult)
+        # selfIsResult only gates the check above (vendor: ToDouble() < 0); the formula is the
+        # same either way. The core's own check is stricter (it also refuses a NaN slope, which
+        # the vendor accepts), so it is told False once the vendor's check has passed.
         ex.workspace_size = _ws_bytes((math.prod(bshape), promoted))
 
         def run(workspace):
             v = _views(fname, gradOutput=gradOutput, self=self, out=out)
             tmp = _scratch(workspace, bshape, promoted)
             _core_call(fname, _core.leaky_relu_backward_impl, v["gradOutput"], v["self"], slope,
-                       is_result, out=tmp, compare=">", slope_dtype=np.float32, fname=op)
+                       False, out=tmp, compare=">", slope_dtype=np.float32, fname=op)
             _cast_copy(v["out"], tmp)
         ex._run = run
 
