@@ -101,6 +101,23 @@ def _slope(value, kind: str, slope_dtype, fname: str, arg: str = "negative_slope
     return np.float64(v) if kind == "f64" else np.float32(v)
 
 
+_slope_cache: dict = {}
+
+
+def _fast_slope(value, kind: str, fname: str):
+    """:func:`_slope` for the default rounding, memoised for Python floats."""
+    if type(value) is float:
+        key = (value, kind)
+        s = _slope_cache.get(key)
+        if s is None:
+            s = _slope(value, kind, None, fname)
+            if len(_slope_cache) > 256:
+                _slope_cache.clear()
+            _slope_cache[key] = s
+        return s
+    return _slope(value, kind, None, fname)
+
+
 def _out(out, shape, fname: str) -> np.ndarray:
     if type(out) is not np.ndarray and not isinstance(out, np.ndarray):
         raise TypeError(f"{fname}: out must be a numpy.ndarray, got {type(out).__name__}")
@@ -280,6 +297,18 @@ def _finish(out, shape, dtype, inputs, compute, fname):
 def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtype=None,
                     fname="leaky_relu"):
     """``y = x if x > 0 else x * negative_slope`` (see :func:`leakyops.leaky_relu`)."""
+    if out is None and type(x) is np.ndarray and x.size < PARALLEL_MIN and x.flags.c_contiguous:
+        # the small-array path: the same checks and kernel with less Python around them
+        kind = _KIND.get(x.dtype)
+        if kind is not None and slope_dtype is None and compare in _COMPARE:
+            s = _fast_slope(negative_slope, kind, fname)
+            dest = np.empty(x.shape, x.dtype)
+            if x.size:
+                xf, df = (x, dest) if x.ndim == 1 else (x.reshape(-1), dest.reshape(-1))
+                if x.dtype.itemsize == 2:
+                    xf, df = xf.view(np.uint16), df.view(np.uint16)
+                _kernels.lrelu_fwd(kind, _COMPARE[compare]).row(xf, df, s)
+            return dest
     x = _array(x, fname, "x")
     kind = _KIND[x.dtype]
     s = _slope(negative_slope, kind, slope_dtype, fname)

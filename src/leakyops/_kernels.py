@@ -20,7 +20,9 @@ import threading
 import warnings
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
 
 from . import _scalar
 from ._config import NJIT_OPTIONS, REDUCE_FASTMATH, cache_enabled
@@ -50,6 +52,28 @@ def _jit(fn=None, **extra):
         return njit(**options)(f)
 
     return wrap(fn) if fn is not None else wrap
+
+
+@intrinsic
+def _as_c(typingctx, arr):
+    """The same 1-D array typed as C-contiguous (the caller checked its stride).
+
+    numba types a row taken from a non-contiguous 3-D view as 'A' (any layout), whose loop
+    does not vectorise even when the row's own stride is the element size.
+    """
+    if not isinstance(arr, types.Array) or arr.ndim != 1:
+        return None
+    ret = arr.copy(layout="C")
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return ret(arr), codegen
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _unit(a):
+    return a.strides[0] == a.itemsize
 
 
 def _identity32(v):
@@ -128,7 +152,11 @@ def _build_lrelu_fwd(kind, ge):
     def nd(x, out, s):
         for i in range(x.shape[0]):
             for j in range(x.shape[1]):
-                row(x[i, j], out[i, j], s)
+                xr, outr = x[i, j], out[i, j]
+                if _unit(xr) and _unit(outr):
+                    row(_as_c(xr), _as_c(outr), s)
+                else:
+                    row(xr, outr, s)
 
     return _Fns(row=row, nd=_jit(nd))
 
@@ -159,7 +187,11 @@ def _build_lrelu_bwd(gkind, tkind, rkind, ge):
     def nd(g, t, out, s):
         for i in range(t.shape[0]):
             for j in range(t.shape[1]):
-                row(g[i, j], t[i, j], out[i, j], s)
+                gr, tr, outr = g[i, j], t[i, j], out[i, j]
+                if _unit(gr) and _unit(tr) and _unit(outr):
+                    row(_as_c(gr), _as_c(tr), _as_c(outr), s)
+                else:
+                    row(gr, tr, outr, s)
 
     return _Fns(row=row, nd=_jit(nd))
 
@@ -195,10 +227,16 @@ def _build_prelu_fwd(kind, ge):
     def nd(x, w, out):
         for i in range(x.shape[0]):
             for j in range(x.shape[1]):
-                if w.strides[2] == 0:
-                    row_scalar(x[i, j], out[i, j], load(w[i, j, 0]))
+                xr, wr, outr = x[i, j], w[i, j], out[i, j]
+                if wr.strides[0] == 0:
+                    if _unit(xr) and _unit(outr):
+                        row_scalar(_as_c(xr), _as_c(outr), load(wr[0]))
+                    else:
+                        row_scalar(xr, outr, load(wr[0]))
+                elif _unit(xr) and _unit(wr) and _unit(outr):
+                    row(_as_c(xr), _as_c(wr), _as_c(outr))
                 else:
-                    row(x[i, j], w[i, j], out[i, j])
+                    row(xr, wr, outr)
 
     return _Fns(row=row, nd=_jit(nd))
 
@@ -223,9 +261,9 @@ def _build_prelu_bwd(kind, ge):
     store = _storer(kind)
     pos = _positive(ge)
 
-    def block_reduce(g, x, gi, s, start, stop):
+    def block_reduce(g, x, gi, s):
         part = 0.0
-        for k in range(start, stop):
+        for k in range(x.shape[0]):  # from 0: lets LLVM drop negative-index wraparound
             xv = load(x[k])
             gv = load(g[k])
             p = pos(xv)
@@ -240,7 +278,8 @@ def _build_prelu_bwd(kind, ge):
         n = x.shape[0]
         total = 0.0
         for start in range(0, n, _BLOCK):
-            total += block_reduce(g, x, gi, s, start, min(start + _BLOCK, n))
+            stop = min(start + _BLOCK, n)
+            total += block_reduce(g[start:stop], x[start:stop], gi[start:stop], s)
         return total
 
     row_reduce = _jit(row_reduce)
@@ -258,10 +297,15 @@ def _build_prelu_bwd(kind, ge):
     def nd(g, x, w, gi, acc):
         for i in range(x.shape[0]):
             for j in range(x.shape[1]):
+                gr, xr, wr, gir = g[i, j], x[i, j], w[i, j], gi[i, j]
                 if acc.strides[2] == 0:
-                    acc[i, j, 0] += row_reduce(g[i, j], x[i, j], gi[i, j], load(w[i, j, 0]))
+                    s = load(wr[0])
+                    if _unit(gr) and _unit(xr) and _unit(gir):
+                        acc[i, j, 0] += row_reduce(_as_c(gr), _as_c(xr), _as_c(gir), s)
+                    else:
+                        acc[i, j, 0] += row_reduce(gr, xr, gir, s)
                 else:
-                    row(g[i, j], x[i, j], w[i, j], gi[i, j], acc[i, j])
+                    row(gr, xr, wr, gir, acc[i, j])
 
     return _Fns(nd=_jit(nd))
 

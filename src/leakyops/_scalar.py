@@ -120,16 +120,39 @@ else:
     f2h = _f2h_llvm
 
 
-@njit(inline="always", **NJIT_OPTIONS)
-def bf2f(b):
+@intrinsic
+def bf2f(typingctx, bits):
     """Widen bfloat16 bits to float32 (exact)."""
-    return u32_as_f32(np.uint32(b) << np.uint32(16))
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        low = context.cast(builder, args[0], signature.args[0], types.uint16)
+        wide = builder.shl(builder.zext(low, i32), ir.Constant(i32, 16))
+        return builder.bitcast(wide, ir.FloatType())
+
+    return types.float32(bits), codegen
 
 
-@njit(inline="always", **NJIT_OPTIONS)
-def f2bf(value):
-    """Round float32 to bfloat16 bits, to nearest with ties to even; NaN stays a quiet NaN."""
-    u = f32_as_u32(value)
-    rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-    quiet = (u >> np.uint32(16)) | np.uint32(0x40)
-    return np.uint16(quiet if value != value else rounded)
+@intrinsic
+def f2bf(typingctx, value):
+    """Round float32 to bfloat16 bits, to nearest with ties to even; NaN stays a quiet NaN.
+
+    Written in 32-bit LLVM integer operations (numba would widen them to 64 bits, which
+    halves the vector width of the loops that use it).
+    """
+    if value != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        u = builder.bitcast(args[0], i32)
+        hi = builder.lshr(u, ir.Constant(i32, 16))
+        bias = builder.add(builder.and_(hi, ir.Constant(i32, 1)), ir.Constant(i32, 0x7FFF))
+        rounded = builder.lshr(builder.add(u, bias), ir.Constant(i32, 16))
+        quiet = builder.or_(hi, ir.Constant(i32, 0x40))
+        is_nan = builder.fcmp_unordered("uno", args[0], args[0])
+        return builder.trunc(builder.select(is_nan, quiet, rounded), ir.IntType(16))
+
+    return types.uint16(types.float32), codegen

@@ -155,9 +155,21 @@ def _empty_result(shape, dtype, template, device):
 # --------------------------------------------------------------------------
 
 
+_NUMPY_DTYPES = {
+    torch.float16: np.dtype(np.float16),
+    torch.bfloat16: np.dtype(ml_dtypes.bfloat16),
+    torch.float32: np.dtype(np.float32),
+    torch.float64: np.dtype(np.float64),
+}
+
+
 def _to_numpy(t: Tensor) -> np.ndarray:
     """A NumPy view of a CPU tensor's memory (no copy, same strides)."""
     t = t.detach()
+    if t.numel() == 0:
+        # torch exports empty tensors with all-zero strides, which the core
+        # reads as internal overlap; with no elements there is nothing to share.
+        return np.empty(tuple(t.shape), _NUMPY_DTYPES[t.dtype])
     if t.dtype == torch.bfloat16:
         # NumPy has no bfloat16 of its own and torch cannot export one:
         # reinterpret the 16-bit storage as int16, then as ml_dtypes.bfloat16.
@@ -281,16 +293,38 @@ def _prelu_backward_op(
     fname = _FN + "prelu_backward"
     _check_prelu(fname, self, weight)
     _check_tensor(fname, "grad_output", grad_output)
-    gi, gw = _core.prelu_backward_impl(
-        _to_numpy(grad_output), _to_numpy(self), _to_numpy(weight), 1,
-        compare=">", fname=fname,
-    )
-    grad_input = _from_numpy(gi)
-    # The fake kernel promises empty_like(self)'s layout (channels-last stays
-    # channels-last); if the core chose another one, copy (memory only).
+    if grad_output.shape != self.shape:
+        try:  # a zero-stride view, no copy; the core checks the rest
+            grad_output = grad_output.expand(self.shape)
+        except RuntimeError:
+            raise ValueError(
+                f"{fname}: 'grad_output' of shape {tuple(grad_output.shape)} does "
+                f"not broadcast to the input's shape {tuple(self.shape)}"
+            ) from None
+    # The core returns a C-contiguous grad_input; the fake kernel promises
+    # empty_like(self)'s layout (channels-last stays channels-last, as in
+    # PyTorch). Present the arrays to the core in that layout's memory order
+    # (a permutation of views, no copy) and permute the result back.
     expected = torch.empty_like(self, device="meta")
-    if grad_input.stride() != expected.stride() and grad_input.numel() > 1:
-        grad_input = torch.empty_like(self).copy_(grad_input)
+    order = sorted(range(self.dim()), key=lambda d: (-expected.stride(d), d))
+    axis = order.index(1) if self.dim() > 1 else 0
+    gi, gw = _core.prelu_backward_impl(
+        _to_numpy(grad_output.permute(order)),
+        _to_numpy(self.permute(order)),
+        _to_numpy(weight),
+        axis,
+        compare=">",
+        fname=fname,
+    )
+    inverse = sorted(range(self.dim()), key=order.__getitem__)
+    grad_input = _from_numpy(gi).permute(inverse)
+    if grad_input.stride() != expected.stride():
+        if all(a == b or n == 1 for a, b, n in
+               zip(grad_input.stride(), expected.stride(), self.shape)):
+            # only strides of size-1 dimensions differ; they address nothing
+            grad_input = grad_input.as_strided(expected.shape, expected.stride())
+        else:  # pragma: no cover - defensive, the permutation above prevents it
+            grad_input = torch.empty_like(self).copy_(grad_input)
     return grad_input, _from_numpy(gw)
 
 
