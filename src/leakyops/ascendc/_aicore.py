@@ -50,7 +50,8 @@ class UnifiedBuffer:
         capacity = _check_int(capacity, "Unified Buffer capacity", lo=ONE_BLK_SIZE)
         if capacity % ONE_BLK_SIZE:
             raise ConstraintError(
-                f"Unified Buffer capacity must be a multiple of {ONE_BLK_SIZE} bytes, got {capacity}")
+                f"Unified Buffer capacity must be a multiple of {ONE_BLK_SIZE} bytes, "
+                f"got {capacity}")
         self.capacity = capacity
         self.data = np.full(capacity, _POISON, dtype=np.uint8)
         self._top = 0

@@ -46,7 +46,7 @@ FULL_MASK = (1 << 64) - 1
 
 
 class TPosition(enum.Enum):
-    """Logical positions (where a tensor lives); only GM and the Unified Buffer ones are emulated."""
+    """Logical positions (where a tensor lives); GM and the Unified Buffer ones are emulated."""
 
     GM = "GM"
     VECIN = "VECIN"
