@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from _ascendc_testutil import SENTINEL, naive_leaky_relu, naive_masked, same_bits
 
 from leakyops import _core
@@ -341,3 +343,36 @@ def test_each_launch_block_starts_with_the_default_mask():
 
     ac.launch(kernel, 3)
     assert seen == [(ac.MaskMode.NORMAL, UINT64_MAX, UINT64_MAX)] * 3
+
+
+# ------------------------------------------------------------------ property-based
+
+
+
+@settings(max_examples=40, deadline=None)
+@given(dtype=st.sampled_from([ac.half, ac.float32]),
+       repeats=st.integers(0, 6),
+       dblk=st.integers(0, 3), sblk=st.integers(0, 3),
+       drep=st.integers(0, 20), srep=st.integers(0, 20),
+       bits=st.integers(0, (1 << 128) - 1),
+       continuous=st.one_of(st.none(), st.integers(0, 200)),
+       seed=st.integers(0, 2**32 - 1))
+def test_mask_forms_property(dtype, repeats, dblk, sblk, drep, srep, bits, continuous, seed):
+    lanes = 256 // dtype.itemsize
+    e = 32 // dtype.itemsize
+    if continuous is None:
+        bits &= (1 << lanes) - 1
+        mask = [bits & UINT64_MAX, bits >> 64]
+        selected = [j for j in range(lanes) if bits >> j & 1]
+    else:
+        mask, selected = continuous, list(range(min(continuous, lanes)))
+    span = lambda blk, rep: max(repeats - 1, 0) * rep * e + 7 * blk * e + e   # noqa: E731
+    with ac.AICore():
+        dst, src = _pair(dtype, span(sblk, srep), span(dblk, drep))
+        rng = np.random.default_rng(seed)
+        x = (rng.standard_normal(src.GetSize()) * 4).astype(dtype)
+        src.numpy()[:] = x
+        before = dst.numpy().copy()
+        ac.LeakyRelu(dst, src, -1.5, mask, repeats, (dblk, sblk, drep, srep))
+        expected = naive_masked(before, x, -1.5, selected, repeats, dblk, sblk, drep, srep)
+        assert same_bits(dst.numpy(), expected)
