@@ -70,11 +70,15 @@ _SUPPORTED_NAMES = ", ".join(str(d) for d in SUPPORTED_DTYPES)
 # --------------------------------------------------------------------------
 
 
-def _check_tensor(fname: str, name: str, t: object) -> None:
+def _check_type(fname: str, name: str, t: object) -> None:
     if not isinstance(t, Tensor):
         raise TypeError(
             f"{fname}: '{name}' must be a torch.Tensor, got {type(t).__name__}"
         )
+
+
+def _check_tensor(fname: str, name: str, t: object) -> None:
+    _check_type(fname, name, t)
     if t.device.type != "cpu":
         raise RuntimeError(
             f"{fname}: '{name}' is on device '{t.device}', but leakyops runs on "
@@ -155,21 +159,9 @@ def _empty_result(shape, dtype, template, device):
 # --------------------------------------------------------------------------
 
 
-_NUMPY_DTYPES = {
-    torch.float16: np.dtype(np.float16),
-    torch.bfloat16: np.dtype(ml_dtypes.bfloat16),
-    torch.float32: np.dtype(np.float32),
-    torch.float64: np.dtype(np.float64),
-}
-
-
 def _to_numpy(t: Tensor) -> np.ndarray:
     """A NumPy view of a CPU tensor's memory (no copy, same strides)."""
     t = t.detach()
-    if t.numel() == 0:
-        # torch exports empty tensors with all-zero strides, which the core
-        # reads as internal overlap; with no elements there is nothing to share.
-        return np.empty(tuple(t.shape), _NUMPY_DTYPES[t.dtype])
     if t.dtype == torch.bfloat16:
         # NumPy has no bfloat16 of its own and torch cannot export one:
         # reinterpret the 16-bit storage as int16, then as ml_dtypes.bfloat16.
@@ -190,12 +182,19 @@ def _from_numpy(a: np.ndarray) -> Tensor:
 
 _FN = "leakyops.torch."
 
+# _EMPTY_NOTE: an empty result needs no kernel call, and the core currently
+# refuses an empty `out` (NumPy gives empty arrays all-zero strides, which the
+# core's internal-overlap check reads as overlap), so empty results return
+# right after the front-end's own checks.
+
 
 @torch.library.custom_op(f"{NAMESPACE}::leaky_relu", mutates_args=(), device_types="cpu")
 def _leaky_relu_op(self: Tensor, negative_slope: float = 0.01) -> Tensor:
     fname = _FN + "leaky_relu"
     _check_tensor(fname, "input", self)
     out = torch.empty_like(self)
+    if out.numel() == 0:  # see _EMPTY_NOTE
+        return out
     _core.leaky_relu_impl(
         _to_numpy(self), negative_slope, out=_to_numpy(out), compare=">", fname=fname
     )
@@ -217,6 +216,8 @@ def _leaky_relu_inplace_op(self: Tensor, negative_slope: float = 0.01) -> None:
     fname = _FN + "leaky_relu_"
     _check_tensor(fname, "input", self)
     _check_no_internal_overlap(fname, self)
+    if self.numel() == 0:  # see _EMPTY_NOTE
+        return
     a = _to_numpy(self)
     _core.leaky_relu_impl(a, negative_slope, out=a, compare=">", fname=fname)
 
@@ -239,6 +240,8 @@ def _leaky_relu_backward_op(
     _check_tensor(fname, "self", self)
     shape, dtype, template = _backward_result(fname, grad_output, self)
     out = _empty_result(shape, dtype, template, self.device)
+    if out.numel() == 0:  # see _EMPTY_NOTE
+        return out
     _core.leaky_relu_backward_impl(
         _to_numpy(grad_output),
         _to_numpy(self),
@@ -272,6 +275,8 @@ def _prelu_op(self: Tensor, weight: Tensor) -> Tensor:
     fname = _FN + "prelu"
     _check_prelu(fname, self, weight)
     out = torch.empty_like(self)
+    if out.numel() == 0:  # see _EMPTY_NOTE
+        return out
     _core.prelu_impl(
         _to_numpy(self), _to_numpy(weight), 1, out=_to_numpy(out), compare=">", fname=fname
     )
@@ -439,6 +444,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     >>> lt.leaky_relu(torch.tensor([-1.0, 2.0], dtype=torch.bfloat16), 0.25)
     tensor([-0.2500,  2.0000], dtype=torch.bfloat16)
     """
+    _check_type(_FN + "leaky_relu", "input", input)
     if inplace:
         return leaky_relu_(input, negative_slope)
     return _leaky_relu_op(input, float(negative_slope))
@@ -456,8 +462,9 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     >>> lt.leaky_relu_(x, 0.5) is x, x
     (True, tensor([-2.,  4.]))
     """
+    _check_type(_FN + "leaky_relu_", "input", input)
     negative_slope = float(negative_slope)
-    if isinstance(input, Tensor) and input.requires_grad and torch.is_grad_enabled():
+    if input.requires_grad and torch.is_grad_enabled():
         return _LeakyReLUInplace.apply(input, negative_slope)
     torch.ops.leakyops.leaky_relu_(input, negative_slope)
     return input
@@ -473,6 +480,8 @@ def leaky_relu_backward(
     The two tensors broadcast; the dtype is PyTorch's promoted dtype.
     Differentiable (this is what makes ``leaky_relu`` twice differentiable).
     """
+    _check_type(_FN + "leaky_relu_backward", "grad_output", grad_output)
+    _check_type(_FN + "leaky_relu_backward", "input", input)
     return _leaky_relu_backward_op(
         grad_output, input, float(negative_slope), bool(self_is_result)
     )
@@ -490,6 +499,8 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     tensor([[-0.5000, -2.0000],
             [ 1.0000, -4.0000]])
     """
+    _check_type(_FN + "prelu", "input", input)
+    _check_type(_FN + "prelu", "weight", weight)
     return _prelu_op(input, weight)
 
 
@@ -497,6 +508,8 @@ def prelu_backward(grad_output: Tensor, input: Tensor, weight: Tensor) -> tuple[
     """Gradients of ``prelu``: ``(grad_input, grad_weight)``, ``grad_weight``
     shaped like ``weight`` (summed over every element of its channel, in a
     thread-count-independent order)."""
+    for name, t in (("grad_output", grad_output), ("input", input), ("weight", weight)):
+        _check_type(_FN + "prelu_backward", name, t)
     return _prelu_backward_op(grad_output, input, weight)
 
 
