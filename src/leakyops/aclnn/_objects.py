@@ -187,7 +187,8 @@ def from_numpy(array: np.ndarray, format=aclFormat.ACL_FORMAT_ND):  # noqa: A002
     if array.size == 0:
         return aclTensor(dims, dt, strides, 0, aclFormat(int(format)), dims, None, readonly)
     # flip negative-stride axes: the flipped view starts at the lowest address
-    low = array[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in array.strides)]
+    flip = tuple(slice(None, None, -1) if s < 0 else slice(None) for s in array.strides)
+    low = array[flip] if flip else array[...]  # array[()] of a 0-d array would be a copy
     offset = sum((d - 1) * -s for d, s in zip(dims, strides) if s < 0)
     span = 1 + sum((d - 1) * abs(s) for d, s in zip(dims, strides))
     with warnings.catch_warnings():
