@@ -275,11 +275,18 @@ def _relu_alpha_zero(src, dst):
     # eltwise kernel is ``max(src, +0)`` (x86 ``maxps``): negative, -0, -inf and NaN
     # all give +0, where ``src * 0`` would give -0 and NaN.  The core has no such
     # option, so this one case is a select (no arithmetic) here.
-    np.copyto(dst, np.where(src > 0, src, np.zeros((), src.dtype)))
+    with np.errstate(invalid="ignore"):
+        np.copyto(dst, np.where(src > 0, src, np.zeros((), src.dtype)))
 
 
 def compute(kind, attrs, ins, outs):
     """Run one op: ``ins``/``outs`` are NumPy views over the tensors' buffers."""
+    if ins[0].size == 0:
+        # nothing to compute (diff_slope of an empty src is zero).  Also works around
+        # the core rejecting an empty ``out=`` as "internal overlap".
+        for out in outs[1:]:
+            out[...] = 0
+        return
     if kind == OpKind.LeakyReLU:
         alpha = attrs[OpAttr.alpha]
         if alpha == 0:
