@@ -1,0 +1,424 @@
+"""leakyops.onednn without the real library: the API, the rules, the core's results."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from leakyops import _core
+from leakyops import onednn as dg
+
+DT = [(dg.DataType.f32, np.float32), (dg.DataType.f16, np.float16),
+      (dg.DataType.bf16, ml_dtypes.bfloat16)]
+IDS = ["f32", "f16", "bf16"]
+
+
+def lt(i, shape, dt=dg.DataType.f32, **kw):
+    return dg.LogicalTensor(i, dt, shape, **kw)
+
+
+def graph_of(*ops):
+    g = dg.Graph(dg.EngineKind.cpu)
+    for op in ops:
+        g.add_op(op)
+    g.finalize()
+    return g
+
+
+def lrelu_op(oid=0, src=None, dst=None, alpha=0.1):
+    op = dg.Op(oid, dg.OpKind.LeakyReLU, "lrelu", [src or lt(0, (2, 3))], [dst or lt(1, (2, 3))])
+    if alpha is not None:
+        op.set_attr(dg.OpAttr.alpha, alpha)
+    return op
+
+
+def status(excinfo):
+    return excinfo.value.status.name
+
+
+# ---------------------------------------------------------------------------------------------
+# results equal the core's (compare ">", as the library), per dtype / format / broadcast
+
+
+@pytest.mark.parametrize("dt,npdt", DT, ids=IDS)
+def test_leaky_relu_equals_core(run_graph, dt, npdt):
+    x = np.array([-3.0, -0.0, 0.0, 2.5, np.inf, -np.inf, np.nan, -1e-3], np.float32).astype(npdt)
+    (y,) = run_graph("LeakyReLU", {"alpha": -0.25}, [x], 1)
+    want = _core.leaky_relu_impl(x, np.float32(-0.25), compare=">")
+    np.testing.assert_array_equal(y.view(np.uint8), want.view(np.uint8))
+    # +0 takes the alpha branch (the library's '>'): +0 * -0.25 = -0
+    assert np.signbit(y.astype(np.float32)[2]) and not np.signbit(y.astype(np.float32)[1])
+
+
+def test_leaky_relu_alpha_is_rounded_to_f32(run_graph):
+    x = np.array([-1.0], np.float32)
+    (y,) = run_graph("LeakyReLU", {"alpha": 0.1}, [x], 1)
+    assert y[0] == -np.float32(0.1)
+
+
+@pytest.mark.parametrize("dt,npdt", DT, ids=IDS)
+def test_leaky_relu_alpha_zero_is_relu(run_graph, dt, npdt):
+    # oneDNN computes max(src, +0) when alpha == 0: NaN, -inf, -0 and negatives give +0
+    x = np.array([-2.0, -0.0, np.nan, -np.inf, 3.0, np.inf], np.float32).astype(npdt)
+    (y,) = run_graph("LeakyReLU", {"alpha": 0.0}, [x], 1)
+    y32 = y.astype(np.float32)
+    assert np.array_equal(y32, [0, 0, 0, 0, 3, np.inf]) and not np.signbit(y32).any()
+
+
+@pytest.mark.parametrize("dt,npdt", DT, ids=IDS)
+@pytest.mark.parametrize("fmt,pcb,src_shape,wshape,axis", [
+    ("NCX", True, (2, 3, 4, 5), (3,), 1),
+    ("NXC", True, (2, 4, 5, 3), (3,), -1),
+    ("NCX", False, (2, 3, 4, 5), (5,), -1),
+    ("NXC", False, (2, 3, 4, 5), (1,), -1),
+    ("NCX", True, (2, 3, 4, 5), (3, 1, 1), None),
+    ("NXC", True, (2, 3, 4, 5), (3, 4, 5), None),
+])
+def test_prelu_equals_core(run_graph, dt, npdt, fmt, pcb, src_shape, wshape, axis):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(src_shape).astype(npdt)
+    w = rng.standard_normal(wshape).astype(npdt)
+    (y,) = run_graph("PReLU", {"data_format": fmt, "per_channel_broadcast": pcb}, [x, w], 1)
+    want = _core.prelu_impl(x, w, 1 if axis is None else axis, compare=">")
+    np.testing.assert_array_equal(y.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("dt,npdt", DT, ids=IDS)
+@pytest.mark.parametrize("fmt,src_shape,wshape,axis", [
+    ("NCX", (2, 3, 4, 5), (3,), 1),          # PyTorch case, per channel
+    ("NXC", (2, 4, 5, 3), (3,), -1),
+    ("NCX", (2, 3, 4, 5), (1,), 1),          # PyTorch case, per tensor
+    ("NCX", (2, 3, 4, 5), (3, 4, 5), 1),     # TensorFlow case: src.shape[1:]
+    ("NXC", (2, 3, 4, 5), (3, 4, 5), 1),
+])
+def test_prelu_backward_equals_core(run_graph, dt, npdt, fmt, src_shape, wshape, axis):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(src_shape).astype(npdt)
+    w = rng.standard_normal(wshape).astype(npdt)
+    g = rng.standard_normal(src_shape).astype(npdt)
+    dx, dw = run_graph("PReLUBackward", {"data_format": fmt}, [x, w, g], 2)
+    want_dx, want_dw = _core.prelu_backward_impl(g, x, w, axis, compare=">")
+    assert dx.shape == src_shape and dw.shape == wshape
+    np.testing.assert_array_equal(dx.view(np.uint8), want_dx.view(np.uint8))
+    np.testing.assert_array_equal(dw.view(np.uint8), want_dw.view(np.uint8))
+
+
+def test_prelu_backward_formula():
+    x = np.array([[-2.0, 0.0, 3.0], [-1.0, -0.0, 4.0]], np.float32)  # NCX, C = 3
+    w = np.array([0.5, -1.0, 2.0], np.float32)
+    g = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+    eng = dg.Engine()
+    ins = [lt(0, x.shape), lt(1, w.shape), lt(2, g.shape)]
+    outs = [lt(3, x.shape), lt(4, w.shape)]
+    op = dg.Op(0, dg.OpKind.PReLUBackward, "", ins, outs)
+    op.set_attr("data_format", "NCX")
+    cp = graph_of(op).get_partitions()[0].compile(ins, outs, eng)
+    dx, dw = dg.Tensor(outs[0], eng), dg.Tensor(outs[1], eng)
+    cp.execute(dg.Stream(eng), [dg.Tensor(t, eng, a) for t, a in zip(ins, (x, w, g))], [dx, dw])
+    # diff_src = g if x > 0 else w*g ; diff_slope[c] = sum(x*g where x <= 0)
+    np.testing.assert_array_equal(dx.to_numpy(), [[0.5, -2.0, 3.0], [2.0, -5.0, 6.0]])
+    np.testing.assert_array_equal(dw.to_numpy(), [-2.0 - 4.0, 0.0, 0.0])
+
+
+def test_leaky_relu_in_place():
+    eng = dg.Engine()
+    src, dst = lt(0, (4,)), lt(1, (4,))
+    cp = graph_of(lrelu_op(0, src, dst, 0.5)).get_partitions()[0].compile([src], [dst], eng)
+    assert cp.get_inplace_ports() == [(0, 1)]
+    buf = np.array([-2.0, 1.0, -4.0, 0.0], np.float32)
+    cp.execute(dg.Stream(eng), [dg.Tensor(src, eng, buf)], [dg.Tensor(dst, eng, buf)])
+    np.testing.assert_array_equal(buf, [-1.0, 1.0, -2.0, 0.0])
+
+
+def test_strided_and_reversed_layouts():
+    eng = dg.Engine()
+    src = lt(0, (2, 3), strides=(1, 2))        # column-major input
+    dst = lt(1, (2, 3), strides=(1, 2))
+    cp = graph_of(lrelu_op(0, lt(0, (2, 3)), lt(1, (2, 3)), 2.0)).get_partitions()[0].compile(
+        [src], [dst], eng)
+    q = cp.query_logical_tensor(1)
+    assert q.get_strides() == [1, 2]
+    x = np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]], np.float32)
+    t_in = dg.Tensor(src, eng, np.asfortranarray(x).ravel(order="K").copy())
+    t_out = dg.Tensor(q, eng)
+    cp.execute(dg.Stream(eng), [t_in], [t_out])
+    np.testing.assert_array_equal(t_out.to_numpy(), np.where(x > 0, x, 2 * x))
+
+
+def test_empty_and_rank0(run_graph):
+    (y,) = run_graph("LeakyReLU", {"alpha": 0.5}, [np.zeros((0, 3), np.float32)], 1)
+    assert y.shape == (0, 3)
+    (y,) = run_graph("LeakyReLU", {"alpha": 0.5}, [np.array(-4.0, np.float32)], 1)
+    assert y.shape == () and y == -2.0
+    dx, dw = run_graph("PReLUBackward", {"data_format": "NCX"},
+                       [np.zeros((2, 0, 3), np.float32), np.zeros((0,), np.float32),
+                        np.zeros((2, 0, 3), np.float32)], 2)
+    assert dx.shape == (2, 0, 3) and dw.shape == (0,)
+
+
+# ---------------------------------------------------------------------------------------------
+# graph rules and error paths
+
+
+def test_leaky_relu_without_alpha_is_rejected_when_added():
+    g = dg.Graph()
+    with pytest.raises(dg.Error) as e:
+        g.add_op(lrelu_op(alpha=None))
+    assert status(e) == "invalid_graph_op" and "alpha" in str(e.value)
+    assert g.add_op(lrelu_op(alpha=None), allow_exception=False) == dg.Status.invalid_graph_op
+
+
+@pytest.mark.parametrize("make", [
+    lambda: dg.Op(0, dg.OpKind.LeakyReLU, "", [], [lt(1, (2,))]),
+    lambda: dg.Op(0, dg.OpKind.LeakyReLU, "", [lt(0, (2,)), lt(2, (2,))], [lt(1, (2,))]),
+    lambda: dg.Op(0, dg.OpKind.PReLU, "", [lt(0, (2,))], [lt(1, (2,))]),
+    lambda: dg.Op(0, dg.OpKind.PReLUBackward, "", [lt(0, (2,)), lt(1, (2,)), lt(2, (2,))],
+                  [lt(3, (2,))]),
+], ids=["lrelu-no-input", "lrelu-2-inputs", "prelu-1-input", "prelu-bwd-1-output"])
+def test_wrong_arity_is_invalid_graph_op(make):
+    op = make()
+    if op.get_kind() == dg.OpKind.LeakyReLU:
+        op.set_attr("alpha", 0.1)
+    with pytest.raises(dg.Error) as e:
+        dg.Graph().add_op(op)
+    assert status(e) == "invalid_graph_op"
+
+
+@pytest.mark.parametrize("attr,value", [
+    ("alpha", "0.1"), ("alpha", True), ("beta", 1.0), ("per_channel_broadcast", True),
+])
+def test_bad_attributes_on_leaky_relu(attr, value):
+    op = lrelu_op(alpha=None)
+    if attr != "alpha":
+        op.set_attr("alpha", 0.1)
+    op.set_attr(attr, value)
+    with pytest.raises(dg.Error) as e:
+        dg.Graph().add_op(op)
+    assert status(e) == "invalid_graph_op"
+
+
+@pytest.mark.parametrize("attr,value", [("data_format", "NHWC"), ("data_format", 1),
+                                        ("per_channel_broadcast", 1)])
+def test_bad_attributes_on_prelu(attr, value):
+    op = dg.Op(0, dg.OpKind.PReLU, "", [lt(0, (2, 3)), lt(1, (3,))], [lt(2, (2, 3))])
+    op.set_attr(attr, value)
+    with pytest.raises(dg.Error) as e:
+        dg.Graph().add_op(op)
+    assert status(e) == "invalid_graph_op"
+
+
+@pytest.mark.parametrize("dts", [
+    (dg.DataType.f32, dg.DataType.bf16), (dg.DataType.f64, dg.DataType.f64),
+    (dg.DataType.s32, dg.DataType.s32), (dg.DataType.f16, dg.DataType.f32),
+])
+def test_data_types_checked_when_added(dts):
+    op = lrelu_op(src=lt(0, (2,), dts[0]), dst=lt(1, (2,), dts[1]))
+    with pytest.raises(dg.Error) as e:
+        dg.Graph().add_op(op)
+    assert status(e) == "invalid_graph_op"
+
+
+def test_op_ids_unique():
+    g = dg.Graph()
+    op = lrelu_op(0)
+    g.add_op(op)
+    g.add_op(op)  # the same op again: a no-op, as in oneDNN
+    other = lrelu_op(0, lt(1, (2, 3)), lt(2, (2, 3)))
+    with pytest.raises(dg.Error) as e:
+        g.add_op(other)
+    assert status(e) == "invalid_graph_op" and "already used" in str(e.value)
+    g.finalize()
+    assert len(g.get_partitions()) == 1
+
+
+def test_one_producer_per_logical_tensor():
+    g = dg.Graph()
+    g.add_op(lrelu_op(0, lt(0, (2, 3)), lt(1, (2, 3))))
+    g.add_op(lrelu_op(1, lt(5, (2, 3)), lt(1, (2, 3))))
+    with pytest.raises(dg.Error) as e:
+        g.finalize()
+    assert status(e) == "invalid_graph"
+
+
+def test_finalize_rules():
+    g = dg.Graph()
+    g.add_op(lrelu_op(0))
+    with pytest.raises(dg.Error) as e:
+        g.get_partitions()
+    assert status(e) == "invalid_graph"
+    g.finalize()
+    assert g.is_finalized()
+    with pytest.raises(dg.Error) as e:
+        g.add_op(lrelu_op(1, lt(1, (2, 3)), lt(2, (2, 3))))
+    assert status(e) == "invalid_graph"
+    empty = dg.Graph()
+    empty.finalize()
+    assert empty.get_partitions() == []
+
+
+def test_unsupported_kinds_become_unsupported_partitions():
+    a, b, c = lt(0, (2, 3)), lt(1, (2, 3)), lt(2, (2, 3))
+    g = graph_of(dg.Op(5, dg.OpKind.Wildcard, "w", [b], [c]), lrelu_op(4, a, b))
+    parts = g.get_partitions()
+    assert [(p.get_ops(), p.is_supported()) for p in parts] == [([4], True), ([5], False)]
+    with pytest.raises(dg.Error) as e:
+        parts[1].compile([b], [c], dg.Engine())
+    assert status(e) == "unimplemented"
+
+
+def test_chain_leaky_relu_then_prelu():
+    """A graph of LeakyReLU -> PReLU -> LeakyReLU: three partitions, executed in order."""
+    eng, strm = dg.Engine(), None
+    strm = dg.Stream(eng)
+    s0, s1, w, s2, s3 = (lt(0, (2, 3, 2)), lt(1, (2, 3, 2)), lt(2, (3,)), lt(3, (2, 3, 2)),
+                         lt(4, (2, 3, 2)))
+    prelu = dg.Op(11, dg.OpKind.PReLU, "prelu", [s1, w], [s2])
+    prelu.set_attr("data_format", "NCX")
+    g = graph_of(lrelu_op(12, s2, s3, 2.0), prelu, lrelu_op(10, s0, s1, 0.5))
+    parts = g.get_partitions()
+    assert [p.get_ops() for p in parts] == [[10], [11], [12]]
+    assert [t.get_id() for t in parts[1].get_input_ports()] == [1, 2]
+    x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(2, 3, 2)
+    wv = np.array([0.5, -1.0, 4.0], np.float32)
+    t = {0: dg.Tensor(s0, eng, x), 2: dg.Tensor(w, eng, wv)}
+    for p in parts:
+        ins, outs = p.get_input_ports(), p.get_output_ports()
+        cp = p.compile(ins, outs, eng)
+        for o in outs:
+            t[o.get_id()] = dg.Tensor(cp.query_logical_tensor(o.get_id()), eng)
+        cp.execute(strm, [t[i.get_id()] for i in ins], [t[o.get_id()] for o in outs])
+    strm.wait()
+    a = np.where(x > 0, x, np.float32(0.5) * x)
+    b = np.where(a > 0, a, wv[None, :, None] * a)
+    np.testing.assert_array_equal(t[4].to_numpy(), np.where(b > 0, b, 2 * b))
+
+
+def test_compile_rules():
+    eng = dg.Engine()
+    src, dst = lt(0, (2, 3)), lt(1, (2, 3))
+    part = graph_of(lrelu_op(0, src, dst)).get_partitions()[0]
+    cases = [
+        ([lt(7, (2, 3))], [dst], "invalid_arguments"),               # unknown input id
+        ([src], [], "invalid_arguments"),                            # missing output
+        ([lt(0, None, ndims=-1)], [dst], "invalid_arguments"),       # unknown input shape
+        ([lt(0, (2, -1))], [dst], "invalid_arguments"),              # unknown input dim
+        ([lt(0, (2, 3), dg.DataType.bf16)], [dst], "invalid_arguments"),  # mixed types
+        ([src], [lt(1, (3, 2))], "invalid_shape"),                   # wrong output shape
+    ]
+    for ins, outs, st in cases:
+        with pytest.raises(dg.Error) as e:
+            part.compile(ins, outs, eng)
+        assert status(e) == st, (ins, outs)
+    # unknown output shape and "any" layout are inferred; compile-time shapes win
+    cp = part.compile([lt(0, (4, 5))], [lt(1, None, ndims=-1)], eng)
+    assert cp.query_logical_tensor(1).get_dims() == [4, 5]
+    cp = part.compile([src], [lt(1, (2, 3), layout_type=dg.LayoutType.any)], eng)
+    assert cp.query_logical_tensor(1).get_layout_type() == dg.LayoutType.strided
+    with pytest.raises(dg.Error) as e:
+        cp.query_logical_tensor(9)
+    assert status(e) == "invalid_arguments"
+
+
+@pytest.mark.parametrize("src,wei,attrs", [
+    ((2, 3, 4, 5), (1,), {"data_format": "NCX"}),       # per channel needs length C
+    ((2, 3, 4, 5), (3,), {"data_format": "NXC"}),
+    ((2, 3, 4, 5), (2, 4, 5), {}),
+    ((2, 3, 4, 5), (1, 2, 3, 4, 5), {}),
+    ((2, 3, 4, 5), (), {}),
+    ((2, 3), (4,), {"per_channel_broadcast": False}),
+])
+def test_prelu_shape_errors(src, wei, attrs):
+    ins, outs = [lt(0, src), lt(1, wei)], [lt(2, src)]
+    op = dg.Op(0, dg.OpKind.PReLU, "", ins, outs)
+    for k, v in attrs.items():
+        op.set_attr(k, v)
+    part = graph_of(op).get_partitions()[0]
+    with pytest.raises(dg.Error) as e:
+        part.compile(ins, outs, dg.Engine())
+    assert status(e) == "invalid_shape"
+
+
+def test_prelu_backward_shape_errors():
+    for wei, dd, dslope in [((4,), (2, 3, 4), (4,)), ((3,), (1, 3, 4), (3,)),
+                            ((3,), (2, 3, 4), (1, 3))]:
+        ins = [lt(0, (2, 3, 4)), lt(1, wei), lt(2, dd)]
+        outs = [lt(3, (2, 3, 4)), lt(4, dslope)]
+        op = dg.Op(0, dg.OpKind.PReLUBackward, "", ins, outs)
+        op.set_attr("data_format", "NCX")
+        with pytest.raises(dg.Error) as e:
+            graph_of(op).get_partitions()[0].compile(ins, outs, dg.Engine())
+        assert status(e) == "invalid_shape"
+
+
+def test_execute_checks_tensors_and_writes_nothing_on_error():
+    eng, strm = dg.Engine(), None
+    strm = dg.Stream(eng)
+    src, dst = lt(0, (2, 3)), lt(1, (2, 3))
+    cp = graph_of(lrelu_op(0, src, dst)).get_partitions()[0].compile([src], [dst], eng)
+    x = dg.Tensor(src, eng, -np.ones((2, 3), np.float32))
+    out_buf = np.full((2, 3), 7.0, np.float32)
+    y = dg.Tensor(dst, eng, out_buf)
+    bad = [
+        ([dg.Tensor(lt(5, (2, 3)), eng)], [y]),                        # wrong id
+        ([dg.Tensor(lt(0, (3, 2)), eng)], [y]),                        # wrong shape
+        ([dg.Tensor(lt(0, (2, 3), dg.DataType.bf16), eng)], [y]),      # wrong type
+        ([x], []),                                                     # missing output
+        ([x, x], [y]),                                                 # duplicate
+        ([x], [dg.Tensor(lt(1, (2, 3), strides=(1, 2)), eng)]),        # other layout
+    ]
+    for ins, outs in bad:
+        with pytest.raises(dg.Error) as e:
+            cp.execute(strm, ins, outs)
+        assert status(e) == "invalid_arguments"
+        assert np.all(out_buf == 7.0)
+    ro = np.zeros((2, 3), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(dg.Error) as e:
+        cp.execute(strm, [x], [dg.Tensor(dst, eng, ro)])
+    assert status(e) == "invalid_arguments"
+
+
+def test_tensor_and_engine_errors():
+    with pytest.raises(dg.Error) as e:
+        dg.Engine(dg.EngineKind.gpu, 0)
+    assert status(e) == "invalid_arguments"
+    with pytest.raises(dg.Error) as e:
+        dg.Engine(dg.EngineKind.cpu, 1)
+    assert status(e) == "invalid_arguments"
+    eng = dg.Engine()
+    for handle in (np.zeros(5, np.float32), np.zeros((6, 2), np.float32)[:, 0], [1.0] * 6):
+        with pytest.raises(dg.Error) as e:
+            dg.Tensor(lt(0, (2, 3)), eng, handle)
+        assert status(e) == "invalid_arguments"
+    with pytest.raises(dg.Error) as e:
+        dg.Tensor(lt(0, None, ndims=2), eng)
+    assert status(e) == "invalid_arguments"
+    with pytest.raises(dg.Error) as e:
+        dg.LogicalTensor(0, dg.DataType.f32, (1,) * 13)
+    assert status(e) == "invalid_arguments"
+    with pytest.raises(dg.Error) as e:
+        dg.data_type_of(np.float64)
+    assert status(e) == "invalid_arguments"
+
+
+def test_logical_tensor_queries():
+    t = dg.LogicalTensor(4, dg.DataType.bf16, (2, -1))
+    assert t.get_dims() == [2, dg.DNNL_GRAPH_UNKNOWN_DIM] and not t.is_shape_known()
+    assert t.get_mem_size() == 0
+    t = dg.LogicalTensor(4, dg.DataType.f16, (2, 3), strides=(1, 2))
+    assert t.get_mem_size() == 12 and t.dtype == np.float16
+    assert t.is_equal(dg.LogicalTensor(4, dg.DataType.f16, (2, 3), strides=(1, 2)))
+    assert not t.is_equal(dg.LogicalTensor(4, dg.DataType.f16, (2, 3)))
+
+
+def test_error_is_one_type_with_the_status_name():
+    import pickle
+
+    e = dg.Error(dg.Status.invalid_graph_op, "m")
+    assert isinstance(e, RuntimeError) and str(e) == "invalid_graph_op: m"
+    e2 = pickle.loads(pickle.dumps(e))
+    assert e2.status is dg.Status.invalid_graph_op and str(e2) == str(e)
+    assert [s.value for s in (dg.Status.invalid_arguments, dg.Status.unimplemented,
+                              dg.Status.invalid_graph, dg.Status.invalid_graph_op,
+                              dg.Status.invalid_shape)] == [2, 3, 7, 8, 9]
