@@ -97,7 +97,8 @@ def _slope(value, kind: str, slope_dtype, fname: str, arg: str = "negative_slope
             if slope_dtype != "storage":
                 raise ValueError(f"{fname}: unknown slope_dtype {slope_dtype!r}")
             slope_dtype = SUPPORTED_DTYPES[_kernels.KINDS.index(kind)]
-        v = float(np.asarray(v, dtype=np.float64).astype(slope_dtype))
+        with np.errstate(over="ignore"):  # beyond the type's range: ±inf, like any rounding
+            v = float(np.asarray(v, dtype=np.float64).astype(slope_dtype))
     return np.float64(v) if kind == "f64" else np.float32(v)
 
 
@@ -106,7 +107,7 @@ _slope_cache: dict = {}
 
 def _fast_slope(value, kind: str, fname: str):
     """:func:`_slope` for the default rounding, memoised for Python floats."""
-    if type(value) is float:
+    if type(value) is float and value != 0.0:  # ±0.0 compare equal: never share a key
         key = (value, kind)
         s = _slope_cache.get(key)
         if s is None:
@@ -284,7 +285,8 @@ def _finish(out, shape, dtype, inputs, compute, fname):
     if _needs_temp(out, dtype, inputs):
         tmp = np.empty(shape, dtype)
         compute(tmp)
-        np.copyto(out, tmp, casting="unsafe")
+        with np.errstate(over="ignore", invalid="ignore"):  # casts overflow to ±inf
+            np.copyto(out, tmp, casting="unsafe")
     else:
         compute(out)
     return out
@@ -530,7 +532,8 @@ def _run_units(fn, tasks):
 
 def round_grad_weight(acc, dtype) -> np.ndarray:
     """Round a float64 ``grad_weight`` sum once to ``dtype`` (nearest, ties to even)."""
-    return np.asarray(acc, np.float64).astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow rounds to ±inf
+        return np.asarray(acc, np.float64).astype(dtype)
 
 
 def prelu_backward_impl(grad_output, x, weight, axis=1, *, compare=">", fname="prelu_backward"):

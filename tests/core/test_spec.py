@@ -1,0 +1,513 @@
+"""SPEC §1–4, point by point, for the functional core."""
+
+from __future__ import annotations
+
+import fractions
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import leakyops
+from leakyops import _core
+from refs import (BF16, DTYPE_IDS, DTYPES, assert_same, bits, random_values, ref_leaky_relu,
+                  ref_leaky_relu_backward, ref_prelu, ref_prelu_backward, special_values)
+
+F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
+dtypes = pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+SLOPES = [0.01, 0.2, -0.5, 0.0, -0.0, 1.0, 3.75, np.inf, -np.inf, np.nan, 1e-30, 1e30]
+
+
+# §1 — the operators and their values at the edges ------------------------------------------
+
+
+@dtypes
+@pytest.mark.parametrize("slope", SLOPES)
+def test_leaky_relu_formula_on_special_values(dtype, slope):
+    x = np.concatenate([special_values(dtype), random_values(np.random.default_rng(0), 200, dtype)])
+    assert_same(leakyops.leaky_relu(x, slope), ref_leaky_relu(x, slope))
+
+
+@dtypes
+@pytest.mark.parametrize("slope", SLOPES)
+def test_leaky_relu_backward_formula_on_special_values(dtype, slope):
+    rng = np.random.default_rng(1)
+    x = np.concatenate([special_values(dtype), random_values(rng, 200, dtype)])
+    g = random_values(rng, x.shape, dtype)
+    assert_same(leakyops.leaky_relu_backward(g, x, slope), ref_leaky_relu_backward(g, x, slope))
+
+
+@dtypes
+def test_nan_input_gives_nan_and_backward_at_nan_is_g_times_s(dtype):
+    x = np.array([np.nan, -np.nan], dtype)
+    assert np.isnan(leakyops.leaky_relu(x, 0.5).astype(np.float64)).all()
+    g = np.array([2.0, -4.0], dtype)
+    assert_same(leakyops.leaky_relu_backward(g, x, 0.5), np.array([1.0, -2.0], dtype))
+
+
+@dtypes
+def test_signed_zeros(dtype):
+    x = np.array([-0.0, 0.0], dtype)
+    # -0.0 * 0.5 = -0.0 ; +0.0 * 0.5 = +0.0
+    assert_same(leakyops.leaky_relu(x, 0.5), np.array([-0.0, 0.0], dtype))
+    # a negative slope flips both signs: -0.0 * -0.5 = +0.0 ; +0.0 * -0.5 = -0.0
+    assert_same(leakyops.leaky_relu(x, -0.5), np.array([0.0, -0.0], dtype))
+
+
+@dtypes
+def test_infinities(dtype):
+    x = np.array([-np.inf, np.inf], dtype)
+    y = leakyops.leaky_relu(x, 0.0)
+    assert np.isnan(float(y[0])) and float(y[1]) == np.inf
+    assert_same(leakyops.leaky_relu(x, 2.0), np.array([-np.inf, np.inf], dtype))
+
+
+@dtypes
+def test_backward_at_zero_is_the_slope(dtype):
+    g = np.ones(2, dtype)
+    x = np.array([0.0, -0.0], dtype)
+    assert_same(leakyops.leaky_relu_backward(g, x, 0.25), np.array([0.25, 0.25], dtype))
+
+
+@dtypes
+def test_prelu_formula(dtype):
+    rng = np.random.default_rng(2)
+    x = random_values(rng, (3, 4, 5), dtype)
+    w = np.array([0.25, -1.5, 0.0, np.nan], np.float64).astype(dtype)
+    wb = w.reshape(1, 4, 1)
+    assert_same(leakyops.prelu(x, w), ref_prelu(x, wb))
+
+
+@dtypes
+def test_prelu_backward_formula(dtype):
+    rng = np.random.default_rng(3)
+    x = random_values(rng, (3, 4, 5), dtype, special_share=0)
+    g = random_values(rng, (3, 4, 5), dtype, special_share=0)
+    w = np.array([0.25, -1.5, 0.0, 2.0], np.float64).astype(dtype)
+    gi, gw = leakyops.prelu_backward(g, x, w)
+    egi, terms = ref_prelu_backward(g, x, w.reshape(1, 4, 1), None)
+    assert_same(gi, egi)
+    expected = terms.sum(axis=(0, 2)).astype(dtype)
+    assert gw.dtype == dtype and gw.shape == (4,)
+    np.testing.assert_allclose(gw.astype(np.float64), expected.astype(np.float64), rtol=1e-2 if dtype.itemsize == 2 else 1e-6)
+
+
+def test_prelu_backward_special_values():
+    x = np.array([[np.nan, 1.0], [-np.inf, -2.0]], np.float32)
+    g = np.array([[1.0, np.nan], [0.0, 3.0]], np.float32)
+    gi, gw = leakyops.prelu_backward(g, x, np.array([0.5, 0.5], np.float32))
+    # x NaN: gi = w*g, dw term NaN; x > 0 with g NaN: gi NaN, dw term 0; -inf*0 = NaN
+    assert np.isnan(gi[0, 1]) and gi[0, 0] == 0.5 and gi[1, 0] == 0.0 and gi[1, 1] == 1.5
+    assert np.isnan(gw[0]) and gw[1] == -6.0
+
+
+@pytest.mark.parametrize("compare", [">", ">="])
+def test_compare_option_differs_only_at_zero(compare):
+    x = np.array([-0.0, 0.0, -1.0, 1.0, np.nan], np.float32)
+    y = _core.leaky_relu_impl(x, -2.0, compare=compare)
+    assert_same(y, ref_leaky_relu(x, -2.0, ge=compare == ">="))
+    if compare == ">=":
+        assert_same(y[:2], np.array([-0.0, 0.0], np.float32))  # kept as they are
+    else:
+        assert_same(y[:2], np.array([0.0, -0.0], np.float32))  # multiplied by -2
+
+
+def test_compare_option_reaches_every_kernel():
+    x = np.array([-0.0, 0.0, -1.0, 1.0], np.float32)
+    g = np.full(4, 3.0, np.float32)
+    w = np.array([-2.0], np.float32)
+    for ge in (False, True):
+        c = ">=" if ge else ">"
+        assert_same(_core.leaky_relu_backward_impl(g, x, -2.0, compare=c),
+                    ref_leaky_relu_backward(g, x, -2.0, ge=ge))
+        assert_same(_core.prelu_impl(x, w, compare=c), ref_prelu(x, w, ge=ge))
+        gi, gw = _core.prelu_backward_impl(g, x, w, compare=c)
+        egi, terms = ref_prelu_backward(g, x, w, None, ge=ge)
+        assert_same(gi, egi)
+        assert gw[0] == np.float32(terms.sum())
+    with pytest.raises(ValueError, match="compare"):
+        _core.leaky_relu_impl(x, 0.1, compare="<")
+
+
+# §2 — dtypes and precision --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [np.int32, np.int64, np.uint8, np.bool_, np.complex64, object, "U3",
+                                 ">f4"], ids=str)
+def test_unsupported_dtypes_are_type_errors(bad):
+    x = np.zeros(3, dtype=bad)
+    with pytest.raises(TypeError, match=r"leaky_relu: x has dtype .*supported: float16, bfloat16"):
+        leakyops.leaky_relu(x)
+    with pytest.raises(TypeError, match=r"prelu: x has dtype"):
+        leakyops.prelu(x, np.float32(0.1))
+    with pytest.raises(TypeError, match=r"leaky_relu_backward: grad_output has dtype"):
+        leakyops.leaky_relu_backward(x, np.zeros(3, np.float32), 0.1)
+
+
+def test_half_types_round_once_from_float32():
+    # float16: 1.0009765625 (1 + 2**-10) * 0.5 is exact; pick values whose float32 product
+    # lands on a float16 tie and check the rounding is to even, as float32 -> float16 does
+    x = np.array([-(1 + 2 ** -10), -(1 + 3 * 2 ** -10)], np.float16)
+    s = 1.5
+    expected = (x.astype(np.float32) * np.float32(s)).astype(np.float16)
+    assert_same(leakyops.leaky_relu(x, s), expected)
+    xb = np.array([-(1 + 2 ** -7), -(1 + 3 * 2 ** -7)], np.float64).astype(BF16)
+    expected = (xb.astype(np.float32) * np.float32(s)).astype(BF16)
+    assert_same(leakyops.leaky_relu(xb, s), expected)
+
+
+def test_float32_slope_rounded_to_float32_and_float64_kept():
+    s = 0.1  # not representable: float32(0.1) != 0.1
+    x32 = np.array([-1.0], np.float32)
+    assert leakyops.leaky_relu(x32, s)[0] == np.float32(-1.0) * np.float32(0.1)
+    x64 = np.array([-1.0], np.float64)
+    assert leakyops.leaky_relu(x64, s)[0] == -0.1
+
+
+def test_half_slope_is_float32_not_half():
+    # 0.1 as float32 differs from 0.1 as float16; the result must use the float32 value
+    x = np.array([-1000.0], np.float16)
+    expected = np.float16(np.float32(-1000.0) * np.float32(0.1))
+    assert leakyops.leaky_relu(x, 0.1)[0] == expected
+
+
+@pytest.mark.parametrize("slope", [True, False, 2, np.int8(-3), np.int16(2), np.int32(2), np.int64(-2),
+                                   np.uint8(2), np.uint16(2), np.uint32(2), np.uint64(2), np.bool_(True),
+                                   np.float16(0.5), ml_dtypes.bfloat16(0.5), np.float32(0.5),
+                                   np.float64(0.5), np.array(0.5), np.array(2, np.int64),
+                                   np.array(0.5, BF16), fractions.Fraction(1, 4)],
+                         ids=lambda v: f"{type(v).__name__}({v})")
+def test_every_real_scalar_type_is_a_slope(slope):
+    x = np.array([-4.0, 4.0], np.float32)
+    expected = np.array([np.float32(-4.0) * np.float32(float(np.asarray(slope, np.float64))), 4.0], np.float32)
+    assert_same(leakyops.leaky_relu(x, slope), expected)
+
+
+def test_integer_slopes_beyond_2_24_round_to_float32():
+    x = np.array([-1.0], np.float32)
+    assert leakyops.leaky_relu(x, 2 ** 24 + 1)[0] == -16777216.0
+    assert leakyops.leaky_relu(x.astype(np.float64), 2 ** 24 + 1)[0] == -16777217.0
+
+
+def test_huge_python_int_slope_is_infinite():
+    assert leakyops.leaky_relu(np.array([-1.0]), 10 ** 400)[0] == -np.inf
+
+
+@pytest.mark.parametrize("bad,err", [(1j, TypeError), (np.complex64(1), TypeError), ("0.1", TypeError),
+                                     (None, TypeError), (object(), TypeError), ([0.1], TypeError),
+                                     (np.array([0.1, 0.2]), ValueError), (np.array([[0.1, 0.2]]), ValueError),
+                                     (np.array("a"), TypeError)],
+                         ids=["complex", "np.complex64", "str", "None", "object", "list", "array2", "array2d", "str0d"])
+def test_bad_slopes(bad, err):
+    with pytest.raises(err, match="leaky_relu: negative_slope"):
+        leakyops.leaky_relu(np.zeros(2, np.float32), bad)
+
+
+@dtypes
+@pytest.mark.parametrize("out_dtype", DTYPES, ids=DTYPE_IDS)
+def test_out_with_another_dtype_is_the_result_cast(dtype, out_dtype):
+    rng = np.random.default_rng(4)
+    x = random_values(rng, 50, dtype)
+    out = np.empty(50, out_dtype)
+    r = leakyops.leaky_relu(x, 0.3, out=out)
+    assert r is out
+    with np.errstate(over="ignore"):
+        expected = ref_leaky_relu(x, 0.3).astype(out_dtype)
+    assert_same(out, expected)
+
+
+@pytest.mark.parametrize("bad", [np.int32, np.bool_, np.complex128])
+def test_out_must_be_a_float_dtype(bad):
+    with pytest.raises(TypeError, match="leaky_relu: out has dtype"):
+        leakyops.leaky_relu(np.zeros(3, np.float32), out=np.zeros(3, bad))
+
+
+def test_out_must_be_an_ndarray():
+    with pytest.raises(TypeError, match="out must be a numpy.ndarray"):
+        leakyops.leaky_relu(np.zeros(3, np.float32), out=[0.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("a,b,r", [(F16, F16, F16), (BF16, BF16, BF16), (F16, BF16, F32), (BF16, F16, F32),
+                                   (F16, F32, F32), (BF16, F32, F32), (F32, F64, F64), (F16, F64, F64),
+                                   (F64, BF16, F64), (F32, F32, F32), (F64, F64, F64)])
+def test_backward_promotion(a, b, r):
+    rng = np.random.default_rng(5)
+    g = random_values(rng, 64, a)
+    x = random_values(rng, 64, b)
+    y = leakyops.leaky_relu_backward(g, x, 0.3)
+    assert y.dtype == r
+    assert_same(y, ref_leaky_relu_backward(g, x, 0.3))
+
+
+def test_prelu_does_not_promote():
+    x = np.zeros((2, 3), np.float32)
+    with pytest.raises(TypeError, match="prelu: weight has dtype float64 but x has dtype float32"):
+        leakyops.prelu(x, np.zeros(3, np.float64))
+    with pytest.raises(TypeError, match="prelu_backward: grad_output has dtype float16 but x has dtype float32"):
+        leakyops.prelu_backward(np.zeros((2, 3), np.float16), x, np.zeros(3, np.float32))
+    with pytest.raises(TypeError, match="prelu_backward: weight has dtype"):
+        leakyops.prelu_backward(x, x, np.zeros(3, BF16))
+
+
+# §3 — shapes, layouts, memory ---------------------------------------------------------------
+
+
+def test_array_likes_and_ranks():
+    assert_same(leakyops.leaky_relu([[-2.0, 2.0]], 0.5), np.array([[-1.0, 2.0]]))
+    y = leakyops.leaky_relu(np.float32(-2.0), 0.5)
+    assert isinstance(y, np.ndarray) and y.shape == () and y == -1.0
+    for nd in range(0, 7):
+        x = random_values(np.random.default_rng(nd), (2,) * nd, np.float32)
+        assert_same(leakyops.leaky_relu(x, 0.1), ref_leaky_relu(x, 0.1))
+
+
+@dtypes
+def test_empty_inputs(dtype):
+    x = np.empty((0, 3), dtype)
+    assert leakyops.leaky_relu(x).shape == (0, 3)
+    assert leakyops.leaky_relu_backward(x, x, 0.1).shape == (0, 3)
+    assert leakyops.prelu(x, np.ones(3, dtype), axis=1).shape == (0, 3)
+    gi, gw = leakyops.prelu_backward(x, x, np.ones(3, dtype))
+    assert gi.shape == (0, 3) and gw.shape == (3,) and gw.dtype == dtype and (gw.astype(float) == 0).all()
+
+
+def _layouts(rng, dtype):
+    base = random_values(rng, (6, 7, 8), dtype)
+    yield "c", base
+    yield "f", np.asfortranarray(base)
+    yield "sliced", base[::2, 1:, ::3]
+    yield "negative", base[::-1, :, ::-2]
+    yield "transposed", base.transpose(2, 0, 1)
+    yield "broadcast", np.broadcast_to(base[:, :1, :], (6, 7, 8))
+    yield "many-axes", random_values(rng, (3, 4, 5, 6, 7), dtype)[:, ::2, :, ::-1, 1:]
+
+
+@dtypes
+def test_any_strides(dtype):
+    rng = np.random.default_rng(6)
+    for name, x in _layouts(rng, dtype):
+        assert_same(leakyops.leaky_relu(x, -0.3), ref_leaky_relu(x, -0.3)), name
+        g = random_values(rng, x.shape, dtype)[..., ::-1]
+        assert_same(leakyops.leaky_relu_backward(g, x, 0.3), ref_leaky_relu_backward(g, x, 0.3)), name
+        w = random_values(rng, x.shape[1], dtype)
+        wb = w.reshape((1, -1) + (1,) * (x.ndim - 2))
+        assert_same(leakyops.prelu(x, w), ref_prelu(x, wb)), name
+        gi, gw = leakyops.prelu_backward(g, x, w)
+        egi, terms = ref_prelu_backward(g, x, wb, None)
+        assert_same(gi, egi)
+        with np.errstate(all="ignore"):
+            expected = terms.sum(axis=tuple(a for a in range(x.ndim) if a != 1)).astype(dtype)
+        np.testing.assert_allclose(gw.astype(np.float64), expected.astype(np.float64),
+                                   rtol=1e-2 if dtype.itemsize == 2 else 1e-6)
+        out = np.empty(x.shape[::-1], dtype).T  # a Fortran-ordered out
+        leakyops.leaky_relu(x, -0.3, out=out)
+        assert_same(out, ref_leaky_relu(x, -0.3))
+
+
+def test_backward_broadcasts_both_ways():
+    g = np.arange(-3.0, 3.0).reshape(6, 1)
+    x = np.array([[-1.0, 0.0, 2.0]])
+    y = leakyops.leaky_relu_backward(g, x, 0.5)
+    assert y.shape == (6, 3)
+    assert_same(y, ref_leaky_relu_backward(g, x, 0.5))
+    with pytest.raises(ValueError, match=r"leaky_relu_backward: grad_output of shape \(2,\) and x of shape \(3,\) do not broadcast"):
+        leakyops.leaky_relu_backward(np.ones(2), np.ones(3), 0.1)
+
+
+def test_prelu_weight_rules():
+    rng = np.random.default_rng(7)
+    x = random_values(rng, (2, 3, 4), np.float32)
+    # one element, any shape: a shared slope
+    for w in (np.float32(0.25), np.array([0.25], np.float32), np.full((1, 1), 0.25, np.float32)):
+        assert_same(leakyops.prelu(x, w), ref_leaky_relu(x, 0.25))
+    # 1-D along axis 1 (default), along -1 (channels-last)
+    w3 = np.array([0.1, 0.2, 0.3], np.float32)
+    assert_same(leakyops.prelu(x, w3), ref_prelu(x, w3.reshape(1, 3, 1)))
+    w4 = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+    assert_same(leakyops.prelu(x, w4, axis=-1), ref_prelu(x, w4))
+    assert_same(leakyops.prelu(x, w4, axis=2), ref_prelu(x, w4))
+    # rank >= 2: unidirectional broadcasting (ONNX PRelu)
+    w2 = random_values(rng, (3, 1), np.float32)
+    assert_same(leakyops.prelu(x, w2), ref_prelu(x, w2))
+    wfull = random_values(rng, (2, 3, 4), np.float32)
+    assert_same(leakyops.prelu(x, wfull), ref_prelu(x, wfull))
+    with pytest.raises(ValueError, match=r"weight of shape \(2, 4\) does not broadcast to x of shape \(2, 3, 4\)"):
+        leakyops.prelu(x, np.ones((2, 4), np.float32))
+    with pytest.raises(ValueError, match=r"does not broadcast"):
+        leakyops.prelu(x, np.ones((5, 2, 3, 4), np.float32))
+    # a length mismatch names the length, the axis and the size found there
+    with pytest.raises(ValueError, match=r"prelu: weight has 4 elements but x has size 3 along axis 1"):
+        leakyops.prelu(x, w4)
+
+
+def test_prelu_one_dimensional_input_needs_an_axis():
+    x = np.array([-1.0, -2.0, 3.0], np.float32)
+    w = np.array([0.5, 0.25, 2.0], np.float32)
+    with pytest.raises(ValueError, match=r"prelu: weight has 3 elements .*pass axis=0"):
+        leakyops.prelu(x, w)
+    assert_same(leakyops.prelu(x, w, axis=0), np.array([-0.5, -0.5, 3.0], np.float32))
+    assert_same(leakyops.prelu(x, np.float32(0.5)), np.array([-0.5, -1.0, 3.0], np.float32))
+    with pytest.raises(ValueError, match="prelu: weight has 2 elements"):
+        leakyops.prelu(np.float32(1.0), np.ones(2, np.float32))
+    with pytest.raises(TypeError, match="axis must be an int"):
+        leakyops.prelu(x, w, axis=0.5)
+
+
+def test_prelu_backward_shapes():
+    rng = np.random.default_rng(8)
+    x = random_values(rng, (2, 3, 4), np.float64, special_share=0)
+    g = random_values(rng, (3, 4), np.float64, special_share=0)  # broadcasts to x
+    for w in (np.array(0.5), np.array([0.5]), np.full((1, 1, 1), 0.5), np.full(3, 0.5),
+              np.full((3, 1), 0.5), np.full((2, 3, 4), 0.5), np.full((4,), 0.5)):
+        axis = -1 if w.shape == (4,) else 1
+        gi, gw = leakyops.prelu_backward(g, x, w, axis=axis)
+        assert gi.shape == x.shape and gw.shape == w.shape
+        if w.ndim <= 1 and w.size > 1:
+            wb = w.reshape((1, 3, 1) if axis == 1 else (1, 1, 4))
+        else:
+            wb = w
+        egi, terms = ref_prelu_backward(g, x, wb, None)
+        assert_same(gi, egi)
+        full_w = np.broadcast_to(w.reshape(wb.shape) if w.size > 1 else w.reshape((1,) * min(w.ndim, 3)), x.shape)
+        expected = terms.sum(axis=tuple(a for a in range(3) if full_w.strides[a] == 0), keepdims=True)
+        np.testing.assert_allclose(gw.reshape(-1), expected.reshape(-1), rtol=1e-12)
+    with pytest.raises(ValueError, match=r"prelu_backward: grad_output of shape \(2, 1, 4, 1\) does not broadcast to x's shape"):
+        leakyops.prelu_backward(np.ones((2, 1, 4, 1)), x, np.full(3, 0.5))
+
+
+@dtypes
+def test_out_may_be_the_input(dtype):
+    rng = np.random.default_rng(9)
+    x = random_values(rng, (5, 6), dtype)
+    expected = ref_leaky_relu(x, 0.3)
+    assert leakyops.leaky_relu(x, 0.3, out=x) is x
+    assert_same(x, expected)
+    g = random_values(rng, (5, 6), dtype)
+    t = random_values(rng, (5, 6), dtype)
+    expected = ref_leaky_relu_backward(g, t, 0.3)
+    leakyops.leaky_relu_backward(g, t, 0.3, out=g)
+    assert_same(g, expected)
+    w = random_values(rng, 6, dtype)
+    expected = ref_prelu(x, w)
+    leakyops.prelu(x, w, axis=1, out=x)
+    assert_same(x, expected)
+
+
+def test_partial_overlap_is_as_if_no_overlap():
+    rng = np.random.default_rng(10)
+    buf = random_values(rng, 100, np.float32)
+    x = buf[:80].copy()
+    expected = ref_leaky_relu(x, -0.5)
+    x_view, out_view = buf[:80], buf[20:]
+    leakyops.leaky_relu(x_view, -0.5, out=out_view)
+    assert_same(buf[20:], expected)
+    buf = random_values(rng, 100, np.float32)
+    x = buf[20:].copy()
+    leakyops.leaky_relu(buf[20:], -0.5, out=buf[:80])
+    assert_same(buf[:80], ref_leaky_relu(x, -0.5))
+    # reversed view of itself
+    a = random_values(rng, 50, np.float32)
+    expected = ref_leaky_relu(a[::-1].copy(), 0.1)
+    leakyops.leaky_relu(a[::-1], 0.1, out=a)
+    assert_same(a, expected)
+    # backward: out overlapping a broadcast grad
+    g = random_values(rng, (4, 4), np.float32)
+    x2 = random_values(rng, (4, 4), np.float32)
+    expected = ref_leaky_relu_backward(g[0].copy(), x2, 0.2)
+    out = g  # g[0] is read as a broadcast row while out (all of g) is written
+    leakyops.leaky_relu_backward(g[0], x2, 0.2, out=out)
+    assert_same(out, expected)
+    # prelu: out overlapping the weight
+    xw = random_values(rng, (3, 4), np.float32)
+    w = xw[0].copy()
+    expected = ref_prelu(xw, w)
+    leakyops.prelu(xw, xw[0], axis=1, out=xw)
+    assert_same(xw, expected)
+
+
+def test_read_only_outputs_are_rejected_and_untouched():
+    x = np.array([-1.0, 2.0], np.float32)
+    out = np.full(2, 7.0, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="leaky_relu: out is read-only"):
+        leakyops.leaky_relu(x, out=out)
+    assert (out == 7.0).all()
+    ro = x.copy()
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="leaky_relu_: x is read-only"):
+        leakyops.leaky_relu_(ro)
+    assert_same(ro, x)
+    with pytest.raises(TypeError, match="leaky_relu_: x must be a numpy.ndarray"):
+        leakyops.leaky_relu_([1.0, -1.0])
+    with pytest.raises(ValueError, match="internal overlap"):
+        leakyops.leaky_relu(x, out=np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), (2,), (0,)))
+
+
+def test_in_place_returns_x_and_matches_forward():
+    rng = np.random.default_rng(11)
+    for dtype in DTYPES:
+        x = random_values(rng, (7, 9), dtype)[:, ::2]
+        expected = ref_leaky_relu(x, 0.2)
+        assert leakyops.leaky_relu_(x, 0.2) is x
+        assert_same(x, expected)
+
+
+# §4 — errors ---------------------------------------------------------------------------------
+
+
+def test_errors_never_leave_a_partial_out():
+    x = np.array([-1.0, 2.0], np.float32)
+    sentinel = np.full(2, 7.0, np.float32)
+    for call in (lambda o: leakyops.leaky_relu(x, "bad", out=o),
+                 lambda o: leakyops.leaky_relu(x, np.array([1.0, 2.0]), out=o),
+                 lambda o: leakyops.leaky_relu_backward(x, x, -0.1, True, out=o),
+                 lambda o: leakyops.leaky_relu_backward(x, np.ones(3, np.float32), 0.1, out=o),
+                 lambda o: leakyops.prelu(x, np.ones(3, np.float32), axis=0, out=o),
+                 lambda o: leakyops.prelu(x, np.ones(2, np.float64), axis=0, out=o),
+                 lambda o: leakyops.leaky_relu(np.ones(3, np.float32), out=o)):
+        out = sentinel.copy()
+        with pytest.raises((TypeError, ValueError)):
+            call(out)
+        assert (out == 7.0).all()
+
+
+def test_out_shape_must_match_exactly():
+    with pytest.raises(ValueError, match=r"leaky_relu: out has shape \(1, 2\), the result has shape \(2,\)"):
+        leakyops.leaky_relu(np.zeros(2, np.float32), out=np.zeros((1, 2), np.float32))
+    with pytest.raises(ValueError, match=r"leaky_relu_backward: out has shape"):
+        leakyops.leaky_relu_backward(np.zeros((2, 1)), np.zeros(3), 0.1, out=np.zeros(3))
+
+
+@pytest.mark.parametrize("slope", [-0.1, -np.inf, np.nan])
+def test_self_is_result_needs_a_non_negative_slope(slope):
+    with pytest.raises(ValueError, match="leaky_relu_backward: self_is_result=True needs negative_slope >= 0"):
+        leakyops.leaky_relu_backward(np.ones(2), np.ones(2), slope, True)
+
+
+@pytest.mark.parametrize("slope", [0.0, -0.0, 0.01, 2.0])
+def test_self_is_result_with_non_negative_slopes(slope):
+    x = np.array([-2.0, -0.0, 0.0, 3.0])
+    y = leakyops.leaky_relu(x, slope)
+    g = np.array([1.0, 2.0, 3.0, 4.0])
+    got = leakyops.leaky_relu_backward(g, y, slope, self_is_result=True)
+    assert_same(got, ref_leaky_relu_backward(g, y, slope))
+
+
+def test_error_messages_name_function_argument_and_value():
+    with pytest.raises(TypeError) as e:
+        leakyops.prelu_backward(np.zeros(3, np.int8), np.zeros(3, np.float32), np.float32(1))
+    msg = str(e.value)
+    assert msg.startswith("prelu_backward: ") and "int8" in msg and "float32" in msg
+    with pytest.raises(TypeError, match="leaky_relu: x must be an array"):
+        leakyops.leaky_relu(None)
+    with pytest.raises(TypeError, match="leaky_relu: x"):
+        leakyops.leaky_relu("abc")
+    with pytest.raises(TypeError, match="self_is_result must be a bool"):
+        leakyops.leaky_relu_backward(np.ones(2), np.ones(2), 0.1, "yes")
+
+
+def test_bits_helper_detects_sign_of_zero():
+    # the comparisons in this file rest on bit equality: make sure it tells -0.0 from +0.0
+    with pytest.raises(AssertionError):
+        assert_same(np.array([0.0]), np.array([-0.0]))
+    assert bits(np.array([-0.0], np.float16))[0] == 0x8000
