@@ -304,6 +304,7 @@ def plot(records, path) -> None:
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], color=color, marker=marker,
                             linestyle=ls, label=peer)
             ax.set_xscale("log")
+            ax.set_yscale("log")
             ax.set_title(f"{op} · {dname}", fontsize=9)
             ax.grid(True, which="both", alpha=0.3)
             if j == 0:
@@ -311,9 +312,11 @@ def plot(records, path) -> None:
             if i == len(ops) - 1:
                 ax.set_xlabel("elements")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=len(peers), frameon=False)
     threads = records[0]["threads"] if records else "?"
-    fig.suptitle(f"leakyops vs peers, {threads} thread(s)", y=0.995, fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    fig.suptitle(f"leakyops vs peers: GB/s by size, {threads} thread(s)", y=0.995, fontsize=11)
+    top = 1 - 0.9 / fig.get_figheight()
+    fig.legend(handles, labels, loc="upper center", ncol=len(peers), frameon=False,
+               bbox_to_anchor=(0.5, top + 0.35 / fig.get_figheight()))
+    fig.tight_layout(rect=(0, 0, 1, top))
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -24,6 +24,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -102,8 +103,10 @@ def _shape_arg(text: str) -> tuple:
     raw = text.strip()
     if raw in ("()", "[]", "scalar"):
         return ()
-    raw = raw.strip("()[]").replace("x", ",").replace("*", ",")
-    parts = [p.strip() for p in raw.split(",") if p.strip()]
+    raw = raw.strip("()[]").strip()
+    if raw.endswith(","):  # a Python tuple such as (4,)
+        raw = raw[:-1]
+    parts = re.split(r"\s*[,x*]\s*|\s+", raw)
     try:
         dims = tuple(int(p) for p in parts)
     except ValueError:
@@ -156,7 +159,7 @@ def _name_list_arg(choices):
         bad = [n for n in names if n not in choices]
         if bad or not names:
             raise argparse.ArgumentTypeError(
-                f"unknown name(s) {', '.join(bad) or text!r}; choose from {', '.join(choices)}"
+                f"unknown name(s) {', '.join(bad) if bad else repr(text)}; choose from {', '.join(choices)}"
             )
         return names
 
@@ -285,7 +288,9 @@ def _run_core(op: str, arrays: dict, params: dict) -> dict:
 
 def _check_op_options(op: str, args) -> None:
     """Reject options that do not apply to ``op`` (one line, exit 2)."""
-    given = lambda name: getattr(args, name, None) not in (None, False)  # noqa: E731
+    def given(name):
+        value = getattr(args, name, None)
+        return value is not None and value is not False  # --axis 0 is given
     if op not in SLOPE_OPS and given("slope"):
         raise CLIError(f"--slope does not apply to {op} (its slopes are the weight)")
     if op != "leaky_relu_backward" and given("self_is_result"):
@@ -424,8 +429,6 @@ def cmd_golden(args) -> int:
 
 def _dump_json(doc) -> str:
     """Indented JSON with short lists of numbers (shapes) kept on one line."""
-    import re
-
     text = json.dumps(doc, indent=2)
     return re.sub(r"\[\s*([-\d.,\s]*?)\s*\]", lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]",
                   text) + "\n"

@@ -1,0 +1,180 @@
+"""leakyops run, bench, demo and the help texts."""
+
+import json
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def test_run_matches_golden(tmp_path, cli, cli_inproc):
+    case = tmp_path / "c"
+    assert cli_inproc("golden", "leaky_relu_backward", "--shape", "5,6", "--dtype", "float16", "--slope", "0.3",
+                      "-o", case).returncode == 0
+    out = tmp_path / "gi.npy"
+    res = cli("run", "leaky_relu_backward", case / "grad_output.npy", case / "x.npy", "--slope", "0.3", "-o", out)
+    assert res.returncode == 0, res.stderr
+    assert f"grad_input: float16 [5, 6] -> {out}" in res.stdout
+    np.testing.assert_array_equal(np.load(out), np.load(case / "grad_input.npy"))
+    assert cli("verify", case, out).returncode == 0
+
+
+def test_run_two_outputs_bin_and_bfloat16(tmp_path, cli_inproc):
+    case = tmp_path / "c"
+    assert cli_inproc("golden", "prelu_backward", "--shape", "2,4,3", "--dtype", "bfloat16", "-o", case).returncode == 0
+    ins = [case / f"{n}.npy" for n in ("grad_output", "x", "weight")]
+    base = tmp_path / "res.npy"
+    res = cli_inproc("run", "prelu_backward", *ins, "-o", base)
+    assert res.returncode == 0, res.stderr
+    second = tmp_path / "res.grad_weight.npy"
+    assert second.exists()
+    assert cli_inproc("verify", case, f"grad_input={base}", f"grad_weight={second}").returncode == 0
+    a, b = tmp_path / "gi.bin", tmp_path / "gw.bin"
+    res = cli_inproc("run", "prelu_backward", *ins, "-o", a, b, "-q")
+    assert res.returncode == 0 and res.stdout == ""
+    assert a.read_bytes() == (case / "grad_input.bin").read_bytes()
+    assert b.read_bytes() == (case / "grad_weight.bin").read_bytes()
+
+
+def test_run_in_place_forward_and_prelu_axis(tmp_path, cli_inproc):
+    x = np.array([[-2.0, 0.5, -0.0, np.nan]], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    res = cli_inproc("run", "leaky_relu_", tmp_path / "x.npy", "--slope", "-1", "-o", tmp_path / "y.npy")
+    assert res.returncode == 0
+    y = np.load(tmp_path / "y.npy")
+    np.testing.assert_array_equal(y, np.array([[2.0, 0.5, 0.0, np.nan]], np.float32))
+    assert not np.signbit(y[0, 2])  # -0 * -1 = +0
+    np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), x)  # the input file is untouched
+    w = np.array([0.5, 2.0, 3.0, 4.0], np.float32)
+    np.save(tmp_path / "w.npy", w)
+    res = cli_inproc("run", "prelu", tmp_path / "x.npy", tmp_path / "w.npy", "--axis", "-1", "-o", tmp_path / "p.npy")
+    assert res.returncode == 0, res.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), np.array([[-1.0, 0.5, -0.0, np.nan]], np.float32))
+
+
+def test_help_texts_have_examples(cli_inproc):
+    for sub in ("golden", "verify", "run", "bench", "demo"):
+        res = cli_inproc(sub, "--help")
+        assert res.returncode == 0
+        assert "examples:" in res.stdout and f"leakyops {sub}" in res.stdout
+    res = cli_inproc("verify", "--help")
+    for name in ("exact", "double-thousandth", "ratio", "relative-error", "0.01,0.05", "2^-13"):
+        assert name in res.stdout
+    res = cli_inproc("--help")
+    assert res.returncode == 0 and "demo" in res.stdout and "exit status" in res.stdout
+    res = cli_inproc("--version")
+    assert res.returncode == 0 and res.stdout.startswith("leakyops ")
+
+
+def test_console_script_entry_point():
+    from importlib.metadata import entry_points
+
+    (ep,) = [e for e in entry_points(group="console_scripts") if e.name == "leakyops"]
+    assert ep.value == "leakyops.cli:main"
+    from leakyops.cli import main
+
+    assert ep.load() is main
+
+
+def test_bench_quick_subset(tmp_path, cli):
+    js = tmp_path / "b.json"
+    res = cli("bench", "--sizes", "1000", "--ops", "leaky_relu,prelu_backward", "--dtypes", "bf16",
+              "--min-time", "0.001", "--json", js)
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr
+    assert "[##############################] 8/8 " in res.stderr  # the progress bar, on stderr
+    lines = res.stdout.splitlines()
+    assert "leakyops" in lines[1] and "torch" in lines[1] and "copy" in lines[1] and "x torch" in lines[1]
+    rows = [ln for ln in lines if ln.startswith(("leaky_relu ", "prelu_backward "))]
+    assert len(rows) == 2
+    doc = json.loads(js.read_text())
+    recs = doc["records"]
+    peers = {r["peer"] for r in recs}
+    assert {"leakyops", "numpy", "copy"} <= peers
+    for r in recs:
+        assert r["gbps"] > 0 and r["seconds"] > 0
+        per = {"leaky_relu": 2, "prelu_backward": 3}[r["op"]]
+        assert r["dtype"] == "bfloat16" and r["bytes"] == per * r["elements"] * 2
+    pb = [r for r in recs if r["op"] == "prelu_backward"]
+    assert all(r["shape"][1] == 64 and len(r["shape"]) == 4 for r in pb)  # NCHW, 64 channels
+
+
+def test_bench_without_torch_and_plot(tmp_path, cli_inproc):
+    res = cli_inproc("bench", "--sizes", "500,2000", "--ops", "leaky_relu", "--dtypes", "float64", "--no-torch",
+                     "--no-progress", "--min-time", "0.001")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ""
+    rows = [ln for ln in res.stdout.splitlines() if ln.startswith("leaky_relu ")]
+    assert len(rows) == 2 and all(" - " in r or r.split()[4] == "-" for r in rows)  # no torch column values
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        res = cli_inproc("bench", "--plot", tmp_path / "b.png", "--sizes", "10")
+        assert res.returncode == 2 and "needs matplotlib" in res.stderr
+        return
+    png = tmp_path / "b.png"
+    res = cli_inproc("bench", "--sizes", "500,2000", "--ops", "leaky_relu,prelu", "--dtypes", "float32",
+                     "--no-progress", "--min-time", "0.001", "--plot", png)
+    assert res.returncode == 0, res.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _torch_blocker(tmp_path):
+    """A fake ``torch`` package that records any import attempt."""
+    pkg = tmp_path / "blocker" / "torch"
+    pkg.mkdir(parents=True)
+    marker = tmp_path / "torch_was_imported"
+    (pkg / "__init__.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nraise ImportError('torch is blocked by the test')\n"
+    )
+    return tmp_path / "blocker", marker
+
+
+def test_demo_conforms_without_torch(tmp_path, cli):
+    path, marker = _torch_blocker(tmp_path)
+    import os
+
+    env = {"PYTHONPATH": os.pathsep.join([str(path)] + [p for p in sys.path if p])}
+    res = cli("demo", "--dtypes", "bfloat16", "--no-speed", env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert not marker.exists()
+    out = res.stdout
+    assert "conformance: PASS" in out
+    assert "FAIL" not in out
+    for text in ("aclnnLeakyRelu: {1,2,3,4}", "aclnnLeakyReluBackward", "gradInput {0.5,1,1,1,1,1,1,1}",
+                 "gradWeight {0,0}", "Ascend C LeakyRelu", "prelu_backward", "leaky_relu_", "special inputs"):
+        assert text in out, text
+    assert res.stderr == ""
+
+
+@pytest.mark.slow
+def test_demo_full_with_speed(cli):
+    res = cli("demo", "--speed-size", "1000000")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "conformance: PASS" in res.stdout
+    assert "GB/s" in res.stdout and "numpy copyto" in res.stdout
+    for d in ("float16", "bfloat16", "float32", "float64"):
+        assert d in res.stdout
+    assert res.stderr == ""
+
+
+@pytest.mark.slow
+def test_demo_reports_nonconformance(monkeypatch, cli_inproc):
+    """A wrong core result is a FAIL line and exit status 1 (the checks can fail)."""
+    from leakyops import _core
+
+    real = _core.prelu_impl
+
+    def broken(x, weight, axis=1, out=None, **kw):
+        y = real(x, weight, axis, out, **kw)
+        y = np.array(y, copy=True)
+        y.reshape(-1)[0] += 1
+        return y
+
+    monkeypatch.setattr(_core, "prelu_impl", broken)
+    res = cli_inproc("demo", "--dtypes", "float64", "--no-speed")
+    assert res.returncode == 1
+    assert "FAIL  prelu" in res.stdout and "conformance: FAIL" in res.stdout
