@@ -126,8 +126,8 @@ def test_leaky_relu_soc_profiles(fn, h):
     assert aclnn.aclrtGetSocName() == "Ascend910"
     _check_first_phase(first, args(), INVALID, "DT_BF16")
     for dt in (np.float32, np.float16, np.float64):  # FLOAT, FLOAT16, DOUBLE on both
-        a = (lambda: (T(dtype=dt), S(), T(dtype=dt, fill=SENTINEL))) if fn == "LeakyRelu" \
-            else (lambda: (T(dtype=dt), S()))
+        a = (lambda dt=dt: (T(dtype=dt), S(), T(dtype=dt, fill=SENTINEL))) if fn == "LeakyRelu" \
+            else (lambda dt=dt: (T(dtype=dt), S()))
         _check_first_phase(first, a(), OK)
     aclnn.set_soc_version("Ascend910B")
     _check_first_phase(first, args(), OK)

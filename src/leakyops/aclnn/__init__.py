@@ -99,7 +99,30 @@ from ._status import (
 globals().update({m.name: m for enum_cls in (aclDataType, aclFormat, aclrtMemcpyKind, aclrtMemMallocPolicy)
                   for m in enum_cls})
 
-__all__ = sorted(
-    [name for name in globals() if name.startswith(("acl", "ACL"))]
-    + ["DevicePtr", "SOC_VERSIONS", "from_numpy", "to_numpy", "get_soc_version", "set_soc_version"]
-)
+__all__ = [  # noqa: F822 -- the enum members are defined by the globals().update above
+    "ACLNN_ERR_INNER", "ACLNN_ERR_INNER_CREATE_EXECUTOR", "ACLNN_ERR_INNER_NULLPTR",
+    "ACLNN_ERR_PARAM_INVALID", "ACLNN_ERR_PARAM_NULLPTR", "ACLNN_ERR_RUNTIME_ERROR",
+    "ACLNN_SUCCESS", "ACL_BF16", "ACL_BOOL", "ACL_COMPLEX128", "ACL_COMPLEX32", "ACL_COMPLEX64",
+    "ACL_DOUBLE", "ACL_DT_UNDEFINED", "ACL_ERROR_INVALID_PARAM", "ACL_ERROR_RT_AICORE_EXCEPTION",
+    "ACL_ERROR_RT_INVALID_DEVICEID", "ACL_ERROR_RT_MEMORY_ALLOCATION", "ACL_ERROR_RT_PARAM_INVALID",
+    "ACL_FLOAT", "ACL_FLOAT16", "ACL_FORMAT_FRACTAL_NZ", "ACL_FORMAT_FRACTAL_Z", "ACL_FORMAT_HWCN",
+    "ACL_FORMAT_NC", "ACL_FORMAT_NC1HWC0", "ACL_FORMAT_NC1HWC0_C04", "ACL_FORMAT_NCDHW",
+    "ACL_FORMAT_NCHW", "ACL_FORMAT_NCL", "ACL_FORMAT_ND", "ACL_FORMAT_NDC1HWC0", "ACL_FORMAT_NDHWC",
+    "ACL_FORMAT_NHWC", "ACL_FORMAT_UNDEFINED", "ACL_FRACTAL_Z_3D", "ACL_INT16", "ACL_INT32",
+    "ACL_INT4", "ACL_INT64", "ACL_INT8", "ACL_MEMCPY_DEVICE_TO_DEVICE", "ACL_MEMCPY_DEVICE_TO_HOST",
+    "ACL_MEMCPY_HOST_TO_DEVICE", "ACL_MEMCPY_HOST_TO_HOST", "ACL_MEM_MALLOC_HUGE_FIRST",
+    "ACL_MEM_MALLOC_HUGE_FIRST_P2P", "ACL_MEM_MALLOC_HUGE_ONLY", "ACL_MEM_MALLOC_HUGE_ONLY_P2P",
+    "ACL_MEM_MALLOC_NORMAL_ONLY", "ACL_MEM_MALLOC_NORMAL_ONLY_P2P", "ACL_STRING", "ACL_SUCCESS",
+    "ACL_UINT1", "ACL_UINT16", "ACL_UINT32", "ACL_UINT64", "ACL_UINT8", "DevicePtr", "SOC_VERSIONS",
+    "aclCreateScalar", "aclCreateTensor", "aclDataType", "aclDestroyScalar", "aclDestroyTensor",
+    "aclFinalize", "aclFormat", "aclGetDataType", "aclGetRecentErrMsg", "aclGetViewShape",
+    "aclGetViewStrides", "aclInit", "aclOpExecutor", "aclScalar", "aclTensor",
+    "aclnnInplaceLeakyRelu", "aclnnInplaceLeakyReluGetWorkspaceSize", "aclnnLeakyRelu",
+    "aclnnLeakyReluBackward", "aclnnLeakyReluBackwardGetWorkspaceSize",
+    "aclnnLeakyReluGetWorkspaceSize", "aclnnPrelu", "aclnnPreluBackward",
+    "aclnnPreluBackwardGetWorkspaceSize", "aclnnPreluGetWorkspaceSize", "aclrtCreateStream",
+    "aclrtDestroyStream", "aclrtFree", "aclrtGetSocName", "aclrtMalloc", "aclrtMemMallocPolicy",
+    "aclrtMemcpy", "aclrtMemcpyAsync", "aclrtMemcpyKind", "aclrtMemset", "aclrtResetDevice",
+    "aclrtSetDevice", "aclrtStream", "aclrtSynchronizeStream", "from_numpy", "get_soc_version",
+    "set_soc_version", "to_numpy",
+]

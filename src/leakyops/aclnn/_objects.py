@@ -27,7 +27,7 @@ def _int_tuple(values, label):
         out = tuple(int(v) for v in values)
     except (TypeError, ValueError):
         raise ValueError(f"{label} must be a sequence of integers, got {values!r}") from None
-    for v, orig in zip(out, values):
+    for orig in values:
         if isinstance(orig, (float, bool)) or (isinstance(orig, np.generic) and not isinstance(orig, np.integer)):
             raise ValueError(f"{label} must be a sequence of integers, got {values!r}")
     return out

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from .. import _core
-from ._objects import SCALAR_TYPES, aclScalar, aclTensor
+from ._objects import aclScalar, aclTensor
 from ._runtime import DevicePtr, _TaskFailed, get_soc_version, resolve_stream
 from ._status import (
     ACLNN_ERR_INNER,
