@@ -74,6 +74,10 @@ Where the library departs from its docs or misbehaves, and what this package doe
   ignores it; here ``invalid_graph_op``.
 * ``diff_slope`` is summed in float64 and rounded once (the core); oneDNN sums in
   f32, so sums that are not exact in f32 may differ in the last bits.
+* Not matched (they need core options): f32 signalling NaNs, which oneDNN's
+  LeakyReLU passes through unchanged and ``alpha*src`` quiets; bf16 subnormals,
+  which oneDNN flushes to zero on AVX512-BF16 CPUs; the sign of a zero PReLU
+  result for ``src = ±0`` in some of oneDNN's slope layouts (always ``+0`` there).
 
 Example: LeakyReLU on four values.
 
