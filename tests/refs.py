@@ -30,7 +30,7 @@ def special_values(dtype) -> np.ndarray:
 
 def random_values(rng, shape, dtype, special_share=0.1) -> np.ndarray:
     """Normal values with special values mixed in."""
-    a = (rng.standard_normal(shape) * 4).astype(dtype)
+    a = np.asarray(rng.standard_normal(shape) * 4).astype(dtype)
     flat = a.reshape(-1)
     if flat.size:
         sp = special_values(dtype)
@@ -91,7 +91,7 @@ def ref_prelu_backward(g, x, wb, reduce_to, ge=False):
 
 
 def bits(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
+    a = np.array(a, order="C")
     return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
 
 
@@ -116,7 +116,7 @@ def assert_same(actual, expected):
 def to_torch(a):
     import torch
 
-    a = np.ascontiguousarray(a)
+    a = np.array(a, order="C")  # ascontiguousarray would make a 0-d array 1-d
     if a.dtype == BF16:
         return torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16)
     return torch.from_numpy(a.copy())

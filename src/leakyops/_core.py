@@ -132,6 +132,8 @@ def _out(out, shape, fname: str) -> np.ndarray:
 
 
 def _no_internal_overlap(a: np.ndarray, fname: str, arg: str) -> None:
+    if a.size == 0:
+        return
     for n, st in zip(a.shape, a.strides):
         if st == 0 and n > 1:
             raise ValueError(f"{fname}: {arg} has internal overlap (a zero stride): more than "

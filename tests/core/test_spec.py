@@ -269,6 +269,10 @@ def test_empty_inputs(dtype):
     assert leakyops.prelu(x, np.ones(3, dtype), axis=1).shape == (0, 3)
     gi, gw = leakyops.prelu_backward(x, x, np.ones(3, dtype))
     assert gi.shape == (0, 3) and gw.shape == (3,) and gw.dtype == dtype and (gw.astype(float) == 0).all()
+    # an empty out= (even a broadcast one, with zero strides) is fine: nothing is written
+    empty_out = np.broadcast_to(np.empty((0, 1), dtype), (0, 3)).copy()
+    assert leakyops.leaky_relu(x, out=empty_out) is empty_out
+    assert leakyops.prelu(x, np.ones(3, dtype), out=np.empty((0, 3), dtype)).shape == (0, 3)
 
 
 def _layouts(rng, dtype):
