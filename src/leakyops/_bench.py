@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-__all__ = ["DEFAULT_SIZES", "QUICK_SIZES", "best_time", "run", "format_table", "to_json", "plot"]
+__all__ = ["DEFAULT_SIZES", "QUICK_SIZES", "best_time", "format_table", "plot", "run", "to_json"]
 
 OPS = ("leaky_relu", "leaky_relu_", "leaky_relu_backward", "prelu", "prelu_backward")
 DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -247,20 +247,18 @@ def format_table(records) -> str:
     threads = records[0]["threads"]
     lines = [
         f"leakyops bench: GB/s = (bytes read + written) / best time; {threads} thread(s)",
-        f"{'operator':<20} {'dtype':<9} {'elements':>11} {'leakyops':>9} {'torch':>9} {'numpy':>9}"
-        f" {'copy':>9} {'x torch':>8} {'x copy':>7}",
+        (f"{'operator':<20} {'dtype':<9} {'elements':>11} {'leakyops':>9} {'torch':>9} {'numpy':>9}"
+         f" {'copy':>9} {'x torch':>8} {'x copy':>7}"),
     ]
+
+    def f(v, w=9):
+        return f"{v:>{w}.2f}" if v is not None else f"{'-':>{w}}"
+
     for (op, dname, n), peers in _by_case(records).items():
-        def g(p):
-            return peers[p]["gbps"] if p in peers else None
-
-        def f(v, w=9):
-            return f"{v:>{w}.2f}" if v is not None else f"{'-':>{w}}"
-
-        lo, to, co = g("leakyops"), g("torch"), g("copy")
+        lo, to, no, co = (peers[p]["gbps"] if p in peers else None for p in ("leakyops", "torch", "numpy", "copy"))
         rt = lo / to if lo is not None and to else None
         rc = lo / co if lo is not None and co else None
-        lines.append(f"{op:<20} {dname:<9} {n:>11,} {f(lo)} {f(to)} {f(g('numpy'))} {f(co)} {f(rt, 8)} {f(rc, 7)}")
+        lines.append(f"{op:<20} {dname:<9} {n:>11,} {f(lo)} {f(to)} {f(no)} {f(co)} {f(rt, 8)} {f(rc, 7)}")
     lines.append("x torch: leakyops GB/s / PyTorch GB/s (> 1 is faster); x copy: share of the copy's bandwidth")
     return "\n".join(lines)
 

@@ -42,8 +42,8 @@ __all__ = [
     "STANDARDS",
     "Comparison",
     "compare",
-    "dtype_name",
     "double_thousandth_tol",
+    "dtype_name",
     "relative_error_threshold",
 ]
 

@@ -75,7 +75,7 @@ class CLIError(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (exit status 2)."""
 
-    def error(self, message):  # noqa: D102 - argparse API
+    def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
@@ -104,8 +104,7 @@ def _shape_arg(text: str) -> tuple:
     if raw in ("()", "[]", "scalar"):
         return ()
     raw = raw.strip("()[]").strip()
-    if raw.endswith(","):  # a Python tuple such as (4,)
-        raw = raw[:-1]
+    raw = raw.removesuffix(",")  # a Python tuple such as (4,)
     parts = re.split(r"\s*[,x*]\s*|\s+", raw)
     try:
         dims = tuple(int(p) for p in parts)
@@ -170,19 +169,16 @@ def _name_list_arg(choices):
 
 
 def _version() -> str:
-    try:
-        import leakyops
+    import leakyops
 
-        v = getattr(leakyops, "__version__", None)
-        if v:
-            return str(v)
-    except Exception:  # pragma: no cover - import problems are reported elsewhere
-        pass
-    try:
-        from importlib.metadata import version
+    v = getattr(leakyops, "__version__", None)
+    if v:
+        return str(v)
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         return version("leakyops")
-    except Exception:  # pragma: no cover
+    except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
         return "unknown"
 
 
@@ -420,9 +416,9 @@ def cmd_golden(args) -> int:
         _out(f"wrote {args.op} golden case to {outdir}/ ({args.dtype}, shape {list(args.shape)},"
              f" seed {args.seed}, values {args.values})")
         for e in entries_in:
-            _out(f"  input  {e['name']:<12} {e['dtype']:<9} {str(e['shape']):<16} {e['npy']}, {e['bin']}")
+            _out(f"  input  {e['name']:<12} {e['dtype']:<9} {e['shape']!s:<16} {e['npy']}, {e['bin']}")
         for e in entries_out:
-            _out(f"  output {e['name']:<12} {e['dtype']:<9} {str(e['shape']):<16} {e['npy']}, {e['bin']}")
+            _out(f"  output {e['name']:<12} {e['dtype']:<9} {e['shape']!s:<16} {e['npy']}, {e['bin']}")
         _out(f"  manifest {MANIFEST}")
     return 0
 
@@ -802,105 +798,113 @@ def _demo_random(checks: _Checks, dtypes) -> None:
     core = _core()
     _out("random data vs a naive NumPy reference (bit-exact; grad_weight to the relative-error standard)")
     for dname in dtypes:
-        dt = _np_dtype(dname)
-        rng = np.random.default_rng(20240611)
-        x = _random_tensor(rng, (3, 257), dt, "normal")
-        g = _random_tensor(rng, (3, 257), dt, "normal")
-        x4 = _random_tensor(rng, (2, 3, 5, 7), dt, "normal")
-        g4 = _random_tensor(rng, (2, 3, 5, 7), dt, "normal")
-        w3 = _random_tensor(rng, (3,), dt, "normal")
-        w7 = _random_tensor(rng, (7,), dt, "normal")
-        w1 = _random_tensor(rng, (1,), dt, "normal")
-        tag = f"{dname:<9}"
+        _demo_random_dtype(checks, core, dname)
 
-        def c(name, fn):
-            checks.run(f"{name:<21} {tag}", fn)
 
-        c("leaky_relu", lambda: checks.compare(
-            f"leaky_relu            {tag} (3, 257), slope 0.01",
-            core.leaky_relu_impl(x, 0.01), _ref_leaky_relu(x, 0.01)))
-        c("leaky_relu strided", lambda: checks.compare(
-            f"leaky_relu            {tag} strided view [:, ::-3], slope -1.5",
-            core.leaky_relu_impl(x[:, ::-3], -1.5), _ref_leaky_relu(x[:, ::-3], -1.5)))
+def _demo_random_dtype(checks: _Checks, core, dname: str) -> None:
+    dt = _np_dtype(dname)
+    rng = np.random.default_rng(20240611)
+    x = _random_tensor(rng, (3, 257), dt, "normal")
+    g = _random_tensor(rng, (3, 257), dt, "normal")
+    x4 = _random_tensor(rng, (2, 3, 5, 7), dt, "normal")
+    g4 = _random_tensor(rng, (2, 3, 5, 7), dt, "normal")
+    w3 = _random_tensor(rng, (3,), dt, "normal")
+    w7 = _random_tensor(rng, (7,), dt, "normal")
+    w1 = _random_tensor(rng, (1,), dt, "normal")
+    tag = f"{dname:<9}"
 
-        def inplace():
-            buf = x.copy()
-            r = core.leaky_relu_impl(buf, 0.2, out=buf)
-            checks.compare(f"leaky_relu_           {tag} in place, slope 0.2", buf, _ref_leaky_relu(x, 0.2))
-            if r is not None and np.asarray(r).ctypes.data != buf.ctypes.data:
-                checks.add(f"leaky_relu_           {tag} returns its out", False, "result is not the out array")
+    def c(name, fn):
+        checks.run(f"{name:<21} {tag}", fn)
 
-        c("leaky_relu_", inplace)
-        c("leaky_relu_backward", lambda: checks.compare(
-            f"leaky_relu_backward   {tag} (3, 257), slope 0.01",
-            core.leaky_relu_backward_impl(g, x, 0.01), _ref_leaky_relu_backward(g, x, 0.01)))
-        c("leaky_relu_backward b", lambda: checks.compare(
-            f"leaky_relu_backward   {tag} grad (3, 1) broadcast, self_is_result, slope 0.5",
-            core.leaky_relu_backward_impl(g[:, :1], x, 0.5, True), _ref_leaky_relu_backward(g[:, :1], x, 0.5)))
-        c("prelu", lambda: checks.compare(
-            f"prelu                 {tag} NCHW (2, 3, 5, 7), 3 channels",
-            core.prelu_impl(x4, w3, 1), _ref_prelu(x4, w3, 1)))
-        c("prelu channels-last", lambda: checks.compare(
-            f"prelu                 {tag} channels-last axis=-1, 7 channels",
-            core.prelu_impl(x4, w7, -1), _ref_prelu(x4, w7, -1)))
+    c("leaky_relu", lambda: checks.compare(
+        f"leaky_relu            {tag} (3, 257), slope 0.01",
+        core.leaky_relu_impl(x, 0.01), _ref_leaky_relu(x, 0.01)))
+    c("leaky_relu strided", lambda: checks.compare(
+        f"leaky_relu            {tag} strided view [:, ::-3], slope -1.5",
+        core.leaky_relu_impl(x[:, ::-3], -1.5), _ref_leaky_relu(x[:, ::-3], -1.5)))
 
-        def pb(weight, axis, label):
-            gi, gw = core.prelu_backward_impl(g4, x4, weight, axis)
-            rgi, rgw = _ref_prelu_backward(g4, x4, weight, axis)
-            checks.compare(f"prelu_backward        {tag} {label} grad_input", gi, rgi)
-            checks.compare(f"prelu_backward        {tag} {label} grad_weight", gw, rgw, "relative-error")
+    def inplace():
+        buf = x.copy()
+        r = core.leaky_relu_impl(buf, 0.2, out=buf)
+        checks.compare(f"leaky_relu_           {tag} in place, slope 0.2", buf, _ref_leaky_relu(x, 0.2))
+        if r is not None and np.asarray(r).ctypes.data != buf.ctypes.data:
+            checks.add(f"leaky_relu_           {tag} returns its out", False, "result is not the out array")
 
-        c("prelu_backward", lambda: pb(w3, 1, "NCHW, 3 channels"))
-        c("prelu_backward shared", lambda: pb(w1, 1, "one shared weight"))
+    c("leaky_relu_", inplace)
+    c("leaky_relu_backward", lambda: checks.compare(
+        f"leaky_relu_backward   {tag} (3, 257), slope 0.01",
+        core.leaky_relu_backward_impl(g, x, 0.01), _ref_leaky_relu_backward(g, x, 0.01)))
+    c("leaky_relu_backward b", lambda: checks.compare(
+        f"leaky_relu_backward   {tag} grad (3, 1) broadcast, self_is_result, slope 0.5",
+        core.leaky_relu_backward_impl(g[:, :1], x, 0.5, True), _ref_leaky_relu_backward(g[:, :1], x, 0.5)))
+    c("prelu", lambda: checks.compare(
+        f"prelu                 {tag} NCHW (2, 3, 5, 7), 3 channels",
+        core.prelu_impl(x4, w3, 1), _ref_prelu(x4, w3, 1)))
+    c("prelu channels-last", lambda: checks.compare(
+        f"prelu                 {tag} channels-last axis=-1, 7 channels",
+        core.prelu_impl(x4, w7, -1), _ref_prelu(x4, w7, -1)))
+
+    def pb(weight, axis, label):
+        gi, gw = core.prelu_backward_impl(g4, x4, weight, axis)
+        rgi, rgw = _ref_prelu_backward(g4, x4, weight, axis)
+        checks.compare(f"prelu_backward        {tag} {label} grad_input", gi, rgi)
+        checks.compare(f"prelu_backward        {tag} {label} grad_weight", gw, rgw, "relative-error")
+
+    c("prelu_backward", lambda: pb(w3, 1, "NCHW, 3 channels"))
+    c("prelu_backward shared", lambda: pb(w1, 1, "one shared weight"))
 
 
 def _demo_special(checks: _Checks, dtypes) -> None:
     core = _core()
     _out("special values (+-0, +-inf, NaN, subnormals, extremes), slopes 0.01, 0, -2, 3")
     for dname in dtypes:
-        dt = _np_dtype(dname)
-        s = _special_values(dt)
-        x = np.concatenate([s, np.repeat(s, s.size)])  # every special against every special below
-        g = np.concatenate([s[::-1], np.tile(s, s.size)])
-        tag = f"{dname:<9}"
-        ok = True
-        detail = ""
+        _demo_special_dtype(checks, core, dname)
 
-        def check_all():
-            nonlocal ok, detail
-            from leakyops import _verify
 
-            for slope in (0.01, 0.0, -2.0, 3.0):
-                cases = [
-                    ("leaky_relu", core.leaky_relu_impl(x, slope), _ref_leaky_relu(x, slope)),
-                    ("leaky_relu_backward", core.leaky_relu_backward_impl(g, x, slope),
-                     _ref_leaky_relu_backward(g, x, slope)),
-                ]
-                w = np.array([slope], dtype=dt)
-                cases.append(("prelu", core.prelu_impl(x, w, 0), _ref_prelu(x, w, 0)))
-                gi, _ = core.prelu_backward_impl(g, x, w, 0)
-                cases.append(("prelu_backward grad_input", gi, _ref_prelu_backward(g, x, w, 0)[0]))
-                buf = x.copy()
-                core.leaky_relu_impl(buf, slope, out=buf)
-                cases.append(("leaky_relu_", buf, _ref_leaky_relu(x, slope)))
-                for name, got, want in cases:
-                    got = np.asarray(got)
-                    if got.dtype != want.dtype or got.shape != want.shape:
-                        ok, detail = False, f"{name}, slope {slope}: dtype/shape differ"
-                        return
-                    cmp = _verify.compare(got, want, "exact")
-                    if not cmp.passed:
-                        i = cmp.worst[0][0][0]
-                        ok = False
-                        detail = (f"{name}, slope {slope}: x={float(x[i])!r}: expected"
-                                  f" {float(want[i])!r}, got {float(got[i])!r}")
-                        return
+def _demo_special_dtype(checks: _Checks, core, dname: str) -> None:
+    dt = _np_dtype(dname)
+    s = _special_values(dt)
+    x = np.concatenate([s, np.repeat(s, s.size)])  # every special against every special below
+    g = np.concatenate([s[::-1], np.tile(s, s.size)])
+    tag = f"{dname:<9}"
+    ok = True
+    detail = ""
 
-        try:
-            check_all()
-        except Exception as exc:  # noqa: BLE001
-            ok, detail = False, f"{type(exc).__name__}: {_first_line(exc)}"
-        checks.add(f"all five operators    {tag} {x.size} special inputs x 4 slopes", ok, detail)
+    def check_all():
+        nonlocal ok, detail
+        from leakyops import _verify
+
+        for slope in (0.01, 0.0, -2.0, 3.0):
+            cases = [
+                ("leaky_relu", core.leaky_relu_impl(x, slope), _ref_leaky_relu(x, slope)),
+                ("leaky_relu_backward", core.leaky_relu_backward_impl(g, x, slope),
+                 _ref_leaky_relu_backward(g, x, slope)),
+            ]
+            w = np.array([slope], dtype=dt)
+            cases.append(("prelu", core.prelu_impl(x, w, 0), _ref_prelu(x, w, 0)))
+            gi, _ = core.prelu_backward_impl(g, x, w, 0)
+            cases.append(("prelu_backward grad_input", gi, _ref_prelu_backward(g, x, w, 0)[0]))
+            buf = x.copy()
+            core.leaky_relu_impl(buf, slope, out=buf)
+            cases.append(("leaky_relu_", buf, _ref_leaky_relu(x, slope)))
+            for name, got, want in cases:
+                got = np.asarray(got)
+                if got.dtype != want.dtype or got.shape != want.shape:
+                    ok, detail = False, f"{name}, slope {slope}: dtype/shape differ"
+                    return
+                cmp = _verify.compare(got, want, "exact")
+                if not cmp.passed:
+                    i = cmp.worst[0][0][0]
+                    ok = False
+                    detail = (f"{name}, slope {slope}: x={float(x[i])!r}: expected"
+                              f" {float(want[i])!r}, got {float(got[i])!r}")
+                    return
+
+    try:
+        check_all()
+    except Exception as exc:  # noqa: BLE001
+        ok, detail = False, f"{type(exc).__name__}: {_first_line(exc)}"
+    checks.add(f"all five operators    {tag} {x.size} special inputs x 4 slopes", ok, detail)
 
 
 def _demo_speed(n: int) -> list[str]:
@@ -1161,7 +1165,7 @@ def main(argv=None) -> int:
     except MemoryError:
         print(f"{prog}: error: out of memory", file=sys.stderr)
         return 2
-    except Exception as exc:  # noqa: BLE001 - one line, unless debugging
+    except Exception as exc:
         if os.environ.get("LEAKYOPS_DEBUG"):
             raise
         print(f"{prog}: internal error: {type(exc).__name__}: {_first_line(exc)}"
