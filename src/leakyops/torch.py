@@ -465,6 +465,14 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     _check_type(_FN + "leaky_relu_", "input", input)
     negative_slope = float(negative_slope)
     if input.requires_grad and torch.is_grad_enabled():
+        if torch.compiler.is_compiling():
+            # Traced, the graph is functionalised anyway (an in-place op becomes
+            # the out-of-place op and a copy), and dynamo's tracing of an
+            # autograd.Function emits a DeprecationWarning in torch 2.13. So
+            # trace exactly that, on a clone that autograd may save (the
+            # compiler elides it): the backward then reads the input, so a
+            # negative slope does not raise, unlike eager mode.
+            return input.copy_(_leaky_relu_op(input.clone(), negative_slope))
         return _LeakyReLUInplace.apply(input, negative_slope)
     torch.ops.leakyops.leaky_relu_(input, negative_slope)
     return input
