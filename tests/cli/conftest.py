@@ -15,7 +15,7 @@ def run_cli(*args, cwd=None, env=None, timeout=300):
         full_env.update(env)
     return subprocess.run(
         [sys.executable, "-m", "leakyops", *map(str, args)],
-        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
+        check=False, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
     )
 
 
