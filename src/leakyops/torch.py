@@ -182,10 +182,9 @@ def _from_numpy(a: np.ndarray) -> Tensor:
 
 _FN = "leakyops.torch."
 
-# _EMPTY_NOTE: an empty result needs no kernel call, and the core currently
-# refuses an empty `out` (NumPy gives empty arrays all-zero strides, which the
-# core's internal-overlap check reads as overlap), so empty results return
-# right after the front-end's own checks.
+# _EMPTY_NOTE: an empty result needs no kernel call: it returns right after
+# the front-end's own checks (this also spares the core NumPy's all-zero
+# strides of empty arrays).
 
 
 @torch.library.custom_op(f"{NAMESPACE}::leaky_relu", mutates_args=(), device_types="cpu")
