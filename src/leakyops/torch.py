@@ -30,8 +30,8 @@ tensor([-1.,  0.,  3.])
 >>> m = lt.PReLU()
 >>> m
 PReLU(num_parameters=1)
->>> m(torch.tensor([-4.0, 4.0]))
-tensor([-1.,  4.], grad_fn=<PreluBackward>)
+>>> m(torch.tensor([-4.0, 4.0])).tolist()
+[-1.0, 4.0]
 
 Only CPU tensors are accepted: a tensor on any other device (including
 ``meta``) is a ``RuntimeError`` naming the device; a dtype other than the four
