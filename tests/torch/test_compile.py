@@ -85,3 +85,13 @@ def test_compile_inductor_dynamic_shapes():
     model, compiled = check_compiled("inductor", False, dynamic=True)
     x = torch.randn(5, 2, 6, 6)  # another batch size, the same graph
     torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-6)
+
+
+def test_torch_export_keeps_the_operators():
+    model = nn.Sequential(nn.Linear(4, 3), lt.LeakyReLU(0.2), lt.PReLU(3))
+    x = torch.randn(2, 4)
+    exported = torch.export.export(model, (x,))
+    targets = [str(n.target) for n in exported.graph.nodes if n.op == "call_function"]
+    assert targets == ["aten.linear.default", "leakyops.leaky_relu.default",
+                       "leakyops.prelu.default"]
+    assert torch.equal(exported.module()(x), model(x))

@@ -326,3 +326,20 @@ def test_inplace_on_a_leaf_requiring_grad_is_refused_like_pytorch():
         lt.leaky_relu_(x)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         F.leaky_relu_(x)
+
+
+def test_calls_from_several_threads_at_once():
+    """DataLoader-style concurrency: each thread gets its own correct result."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    xs = [torch.randn(2, 3, 25_000, generator=torch.Generator().manual_seed(i)) for i in range(6)]
+    w = torch.tensor([0.1, -0.2, 3.0])
+
+    def work(x):
+        return lt.leaky_relu(x, 0.3), lt.prelu(x.transpose(0, 2).contiguous().transpose(0, 2), w)
+
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(work, xs))
+    for x, (a, b) in zip(xs, results):
+        assert_bitwise(a, F.leaky_relu(x, 0.3))
+        assert_bitwise(b, F.prelu(x, w))
