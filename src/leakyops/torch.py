@@ -123,13 +123,37 @@ def _check_prelu(fname: str, x: Tensor, weight: Tensor) -> None:
                 f"{fname}: a 0-d 'input' needs a 'weight' with one element, got "
                 f"{weight.numel()} elements"
             )
-        channels = x.shape[1] if x.dim() > 1 else 1
+        if x.dim() == 1:
+            raise ValueError(
+                f"{fname}: 'weight' has {weight.numel()} elements but a 1-D "
+                f"'input' has a single channel; it must have 1 element"
+            )
+        channels = x.shape[1]
         if weight.numel() != channels:
             raise ValueError(
                 f"{fname}: 'weight' has {weight.numel()} elements but 'input' has "
                 f"{channels} channels (size of dim 1 of shape {tuple(x.shape)}); "
                 f"it must have 1 or {channels} elements"
             )
+
+
+def _check_prelu_backward(fname: str, grad_output: Tensor, x: Tensor, weight: Tensor) -> None:
+    _check_prelu(fname, x, weight)
+    _check_tensor(fname, "grad_output", grad_output)
+    if grad_output.dtype != x.dtype:
+        raise TypeError(
+            f"{fname}: 'grad_output' has dtype {grad_output.dtype} but 'input' has "
+            f"dtype {x.dtype}; they must be equal (no type promotion)"
+        )
+    try:
+        broadcast = torch.broadcast_shapes(grad_output.shape, x.shape)
+    except RuntimeError:
+        broadcast = None
+    if broadcast != x.shape:
+        raise ValueError(
+            f"{fname}: 'grad_output' of shape {tuple(grad_output.shape)} does "
+            f"not broadcast to the input's shape {tuple(x.shape)}"
+        )
 
 
 def _backward_result(fname: str, grad_output: Tensor, x: Tensor):
@@ -295,16 +319,9 @@ def _prelu_backward_op(
     grad_output: Tensor, self: Tensor, weight: Tensor
 ) -> tuple[Tensor, Tensor]:
     fname = _FN + "prelu_backward"
-    _check_prelu(fname, self, weight)
-    _check_tensor(fname, "grad_output", grad_output)
-    if grad_output.shape != self.shape:
-        try:  # a zero-stride view, no copy; the core checks the rest
-            grad_output = grad_output.expand(self.shape)
-        except RuntimeError:
-            raise ValueError(
-                f"{fname}: 'grad_output' of shape {tuple(grad_output.shape)} does "
-                f"not broadcast to the input's shape {tuple(self.shape)}"
-            ) from None
+    _check_prelu_backward(fname, grad_output, self, weight)
+    # a zero-stride view when grad_output is broadcast: no copy
+    grad_output = grad_output.expand(self.shape)
     # The core returns a C-contiguous grad_input; the fake kernel promises
     # empty_like(self)'s layout (channels-last stays channels-last, as in
     # PyTorch). Present the arrays to the core in that layout's memory order
@@ -335,8 +352,7 @@ def _prelu_backward_op(
 @_prelu_backward_op.register_fake
 def _(grad_output, self, weight):
     fname = _FN + "prelu_backward"
-    _check_prelu(fname, self, weight)
-    _check_tensor(fname, "grad_output", grad_output)
+    _check_prelu_backward(fname, grad_output, self, weight)
     return torch.empty_like(self), torch.empty_like(weight, memory_format=torch.contiguous_format)
 
 

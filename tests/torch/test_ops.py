@@ -293,7 +293,7 @@ def test_prelu_weight_errors_follow_pytorch_rules():
         lt.prelu(x, torch.ones(4))
     with pytest.raises(ValueError, match="scalar or a 1-D tensor"):
         lt.prelu(x, torch.ones(1, 3))
-    with pytest.raises(ValueError, match="2 elements but 'input' has 1 channels"):
+    with pytest.raises(ValueError, match="2 elements but a 1-D 'input' has a single channel"):
         lt.prelu(torch.randn(5), torch.ones(2))
     with pytest.raises(ValueError, match="0-d 'input'"):
         lt.prelu(torch.tensor(1.0), torch.ones(2))
@@ -310,6 +310,8 @@ def test_backward_shape_and_self_is_result_errors():
         lt.leaky_relu_backward(torch.ones(3), torch.ones(3), -0.1, True)
     with pytest.raises(ValueError, match="does not broadcast"):
         lt.prelu_backward(torch.ones(2, 4), torch.ones(2, 3), torch.ones(3))
+    with pytest.raises(TypeError, match="'grad_output' has dtype torch.float64"):
+        lt.prelu_backward(torch.ones(2, 3, dtype=torch.float64), torch.ones(2, 3), torch.ones(3))
 
 
 def test_inplace_on_a_broadcast_view_is_refused_and_writes_nothing():
