@@ -29,7 +29,9 @@ __all__ = [
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 SUPPORTED_DTYPES = (np.dtype(np.float16), BFLOAT16, np.dtype(np.float32), np.dtype(np.float64))
-_KIND = dict(zip(SUPPORTED_DTYPES, _kernels.KINDS))
+_KINDS = ("f16", "bf16", "f32", "f64")
+_KIND = dict(zip(SUPPORTED_DTYPES, _KINDS))
+_VIEW = {dt: _kernels.VIEW_DTYPES[dt.name] for dt in SUPPORTED_DTYPES}
 _SUPPORTED_NAMES = "float16, bfloat16, float32, float64"
 _COMPARE = {">": False, ">=": True}
 
@@ -96,7 +98,7 @@ def _slope(value, kind: str, slope_dtype, fname: str, arg: str = "negative_slope
         if isinstance(slope_dtype, str):
             if slope_dtype != "storage":
                 raise ValueError(f"{fname}: unknown slope_dtype {slope_dtype!r}")
-            slope_dtype = SUPPORTED_DTYPES[_kernels.KINDS.index(kind)]
+            slope_dtype = SUPPORTED_DTYPES[_KINDS.index(kind)]
         with np.errstate(over="ignore"):  # beyond the type's range: ±inf, like any rounding
             v = float(np.asarray(v, dtype=np.float64).astype(slope_dtype))
     return np.float64(v) if kind == "f64" else np.float32(v)
@@ -162,8 +164,8 @@ def _compare(compare: str, fname: str) -> bool:
 
 
 def _kview(a: np.ndarray) -> np.ndarray:
-    """The kernel's view of an array: half types as uint16 bit patterns."""
-    return a.view(np.uint16) if a.dtype.itemsize == 2 else a
+    """The kernel's view of an array: float16 as uint16 bits, bfloat16 as int16 bits."""
+    return a.view(_VIEW[a.dtype]) if a.dtype.itemsize == 2 else a
 
 
 def _coalesce(arrays):
@@ -310,22 +312,22 @@ def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtyp
             if x.size:
                 xf, df = (x, dest) if x.ndim == 1 else (x.reshape(-1), dest.reshape(-1))
                 if x.dtype.itemsize == 2:
-                    xf, df = xf.view(np.uint16), df.view(np.uint16)
-                _kernels.lrelu_fwd(kind, _COMPARE[compare]).row(xf, df, s)
+                    xf, df = _kview(xf), _kview(df)
+                _kernels.lrelu_fwd_row(xf, df, s, _COMPARE[compare])
             return dest
     x = _array(x, fname, "x")
     kind = _KIND[x.dtype]
     s = _slope(negative_slope, kind, slope_dtype, fname)
-    fns = _kernels.lrelu_fwd(kind, _compare(compare, fname))
+    ge = _compare(compare, fname)
     if x.size == 0:
         return _finish(out, x.shape, x.dtype, (x,), lambda dest: None, fname)
 
     def compute(dest):
         if x.flags.c_contiguous and dest.flags.c_contiguous:
-            _run_rows(fns.row, [_kview(x).reshape(-1), _kview(dest).reshape(-1)], (s,))
+            _run_rows(_kernels.lrelu_fwd_row, [_kview(x).reshape(-1), _kview(dest).reshape(-1)], (s, ge))
         else:
             views = _coalesce([_kview(dest), _kview(x)])
-            _run_nd(fns.nd, [views[1], views[0]], (s,))
+            _run_nd(_kernels.lrelu_fwd_nd, [views[1], views[0]], (s, ge))
 
     return _finish(out, x.shape, x.dtype, (x,), compute, fname)
 
@@ -368,18 +370,18 @@ def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=Fals
     except ValueError:
         raise ValueError(f"{fname}: grad_output of shape {g.shape} and x of shape {x.shape} "
                          "do not broadcast") from None
-    fns = _kernels.lrelu_bwd(_KIND[g.dtype], _KIND[x.dtype], rkind, _compare(compare, fname))
+    ge = _compare(compare, fname)
     if int(np.prod(shape)) == 0:
         return _finish(out, shape, rdtype, (g, x), lambda dest: None, fname)
 
     def compute(dest):
         if g.shape == x.shape == shape and _contiguous_pair(g, x, dest):
-            _run_rows(fns.row, [_kview(g).reshape(-1), _kview(x).reshape(-1),
-                                _kview(dest).reshape(-1)], (s,))
+            _run_rows(_kernels.lrelu_bwd_row, [_kview(g).reshape(-1), _kview(x).reshape(-1),
+                                               _kview(dest).reshape(-1)], (s, ge))
         else:
             views = _coalesce([_kview(dest), _kview(np.broadcast_to(g, shape)),
                                _kview(np.broadcast_to(x, shape))])
-            _run_nd(fns.nd, [views[1], views[2], views[0]], (s,))
+            _run_nd(_kernels.lrelu_bwd_nd, [views[1], views[2], views[0]], (s, ge))
 
     return _finish(out, shape, rdtype, (g, x), compute, fname)
 
@@ -432,22 +434,20 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
     if x.size == 0:
         return _finish(out, x.shape, x.dtype, (x, weight), lambda dest: None, fname)
     if weight.size == 1:
-        fns = _kernels.lrelu_fwd(kind, ge)
         s = _kernels_slope(weight, kind)
 
         def compute(dest):
             if x.flags.c_contiguous and dest.flags.c_contiguous:
-                _run_rows(fns.row, [_kview(x).reshape(-1), _kview(dest).reshape(-1)], (s,))
+                _run_rows(_kernels.lrelu_fwd_row, [_kview(x).reshape(-1), _kview(dest).reshape(-1)], (s, ge))
             else:
                 views = _coalesce([_kview(dest), _kview(x)])
-                _run_nd(fns.nd, [views[1], views[0]], (s,))
+                _run_nd(_kernels.lrelu_fwd_nd, [views[1], views[0]], (s, ge))
     else:
-        fns = _kernels.prelu_fwd(kind, ge)
         wb = np.broadcast_to(weight.reshape(wshape), x.shape)
 
         def compute(dest):
             views = _coalesce([_kview(dest), _kview(x), _kview(wb)])
-            _run_nd(fns.nd, [views[1], views[2], views[0]])
+            _run_nd(_kernels.prelu_fwd_nd, [views[1], views[2], views[0]], (ge,))
 
     return _finish(out, x.shape, x.dtype, (x, weight), compute, fname)
 
@@ -478,43 +478,52 @@ def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", fname="
         raise ValueError(f"{fname}: grad_output of shape {g.shape} does not broadcast to x's "
                          f"shape {x.shape}") from None
     wshape = _weight_shape(x, weight, axis, fname)
-    fns = _kernels.prelu_bwd(_KIND[x.dtype], _compare(compare, fname))
+    ge = _compare(compare, fname)
     grad_input = np.empty(x.shape, x.dtype)
-    acc = np.zeros(wshape, np.float64)
     if x.size == 0:
-        return grad_input, acc.reshape(weight.shape)
+        return grad_input, np.zeros(weight.shape, np.float64)
     gb = np.broadcast_to(g, x.shape)
     wb = np.broadcast_to(weight.reshape(wshape), x.shape)
-    views = _coalesce([_kview(grad_input), _kview(gb), _kview(x), _kview(wb),
-                       _writable_broadcast(acc, x.shape)])
-    gi3, g3, x3, w3, acc3 = views
-    if gi3.ndim > 3:
+    ins = [_kview(grad_input), _kview(gb), _kview(x), _kview(wb)]
+
+    def sums(pair):
+        """Coalesced views of a compensated (sum, compensation) pair shaped wshape + (2,)."""
+        views = _coalesce(ins + [_writable_broadcast(pair[..., 0], x.shape),
+                                 _writable_broadcast(pair[..., 1], x.shape)])
+        return views[4], views[5]
+
+    gi3, g3, x3, w3 = _coalesce(ins + [_writable_broadcast(np.zeros(wshape), x.shape)])[:4]
+    result = np.empty(int(np.prod(wshape)), np.float64)
+    if gi3.ndim > 3:  # rare: more than three axes survive coalescing
+        pair = np.zeros(wshape + (2,))
+        acc3, comp3 = sums(pair)
         for idx in np.ndindex(*gi3.shape[:-3]):
-            fns.nd(g3[idx], x3[idx], w3[idx], gi3[idx], acc3[idx])
-        return grad_input, acc.reshape(weight.shape)
-    reduced = [a for a in range(3) if acc3.strides[a] == 0 and acc3.shape[a] > 1]
-    kept = [a for a in range(3) if a not in reduced and acc3.shape[a] > 1]
+            _kernels.prelu_bwd_nd(g3[idx], x3[idx], w3[idx], gi3[idx], acc3[idx], comp3[idx], ge)
+        _kernels.combine_partials(pair.reshape(1, -1, 2), result)
+        return grad_input, result.reshape(weight.shape)
+    probe = sums(np.zeros(wshape + (2,)))[0]
+    reduced = [a for a in range(3) if probe.strides[a] == 0 and probe.shape[a] > 1]
+    kept = [a for a in range(3) if a not in reduced and probe.shape[a] > 1]
     total = x3.size
     axis_k = _split_axis(x3.shape, kept)
     if total < PARALLEL_MIN or (axis_k >= 0 and x3.shape[axis_k] >= 8):
         # no split, or a split along an axis that is not reduced: every sum stays in one
         # chunk, so the result does not depend on the number of threads
-        _run_nd(fns.nd, [g3, x3, w3, gi3, acc3], reduce_axes=reduced)
-        return grad_input, acc.reshape(weight.shape)
+        pair = np.zeros(wshape + (2,))
+        _run_nd(_kernels.prelu_bwd_nd, [g3, x3, w3, gi3, *sums(pair)], (ge,), reduce_axes=reduced)
+        _kernels.combine_partials(pair.reshape(1, -1, 2), result)
+        return grad_input, result.reshape(weight.shape)
     # split along a reduced axis into units fixed by the shape (not by the thread count),
     # each with its own partial sums, combined in unit order
     axis_r = _split_axis(x3.shape, reduced)
-    units = max(1, min(x3.shape[axis_r], total // _UNIT, _PARTIALS_BUDGET // max(acc.size, 1)))
-    partials = np.zeros((units,) + wshape, np.float64)
-    tasks = []
-    for u, (lo, hi) in enumerate(_chunks(x3.shape[axis_r], units)):
-        # partials[u] has acc's strides, so it coalesces exactly like acc did
-        p3 = _coalesce([_kview(grad_input), _kview(gb), _kview(x), _kview(wb),
-                        _writable_broadcast(partials[u], x.shape)])[4]
-        tasks.append(tuple(_slice(v, axis_r, lo, hi) for v in (g3, x3, w3, gi3, p3)))
-    _run_units(fns.nd, tasks)
-    _kernels.combine_partials(partials[:len(tasks)].reshape(len(tasks), -1), acc.reshape(-1))
-    return grad_input, acc.reshape(weight.shape)
+    units = max(1, min(x3.shape[axis_r], total // _UNIT, _PARTIALS_BUDGET // max(result.size, 1)))
+    bounds = _chunks(x3.shape[axis_r], units)
+    partials = np.zeros((len(bounds),) + wshape + (2,))
+    tasks = [tuple(_slice(v, axis_r, lo, hi) for v in (g3, x3, w3, gi3, *sums(partials[u]))) + (ge,)
+             for u, (lo, hi) in enumerate(bounds)]
+    _run_units(_kernels.prelu_bwd_nd, tasks)
+    _kernels.combine_partials(partials.reshape(len(bounds), -1, 2), result)
+    return grad_input, result.reshape(weight.shape)
 
 
 def _run_units(fn, tasks):

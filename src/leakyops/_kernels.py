@@ -1,39 +1,61 @@
-"""Numba kernels of the LeakyReLU family: plain serial loops, compiled lazily per variant.
+"""Numba kernels of the LeakyReLU family: plain serial loops over views, compiled lazily.
 
-A *variant* is fixed at compile time: the storage kind of each operand (``"f16"``,
-``"bf16"``, ``"f32"``, ``"f64"``; half kinds arrive as ``uint16`` views) and the comparison
-(``>`` or ``>=``). The scalar rules are written once (:func:`_make_rules`) and every loop of
-the variant uses them.
+Storage kinds are told apart by the dtype of the view a kernel receives, so that every
+kernel is one module-level function that numba caches on disk per signature:
 
-Loops come in two shapes: a ``row`` over 1-D arrays (contiguous or strided) and a driver
-``nd`` over 3-D views (the core coalesces any shape and strides into at most three axes).
-Kernels never validate and never allocate; the core splits large calls across threads and
-calls them on views, releasing the GIL (``nogil``).
+==========  =====================  ================
+kind        view the core passes   compute type
+==========  =====================  ================
+float16     ``uint16`` bits        float32
+bfloat16    ``int16`` bits         float32
+float32     ``float32``            float32
+float64     ``float64``            float64
+==========  =====================  ================
 
-Compute types: float32 for ``f16``, ``bf16`` and ``f32`` results, float64 for ``f64``
-results; the slope arrives already converted to the compute type.
+A result is computed in the compute type of the *output* view's kind and rounded once into
+it; inputs of another kind are widened exactly (``leaky_relu_backward`` promotes). The
+comparison is the ``ge`` flag: ``x > 0`` keeps the input (PyTorch, aclnn) or, with
+``ge=True``, ``x >= 0`` does (the Ascend C API's documented rule); it is branch-free in the
+loop, so both are one loop. Each scalar rule is written once (``_keep``, ``_load``,
+``_narrow``) and every loop uses it.
+
+Loops come in two shapes: a ``*_row`` over 1-D views (contiguous or strided) and a driver
+``*_nd`` over 3-D views (the core coalesces any shape and strides into three axes). Rows of
+a non-contiguous 3-D view are typed 'A' by numba and would not vectorise; the drivers check
+their stride and re-type them as contiguous (``_as_c``). Kernels never validate and never
+allocate; they release the GIL, and the core runs them on its thread pool.
+
+float16 uses LLVM's ``half`` conversions (F16C instructions on x86), which vectorise; when
+the target CPU lacks F16C they would compile to calls of ``__extendhfsf2``/``__truncsfhf2``
+that numba's JIT does not resolve, so an exact software conversion replaces them (see
+:func:`leakyops._config.use_soft_half`). bfloat16 is the top half of a float32: widening is
+a shift, narrowing adds the round-to-nearest-even bias in 32-bit integers. NaN stays NaN
+(quiet, sign and top payload bits kept), overflow goes to ±inf.
+
+Everything compiled lives in this one file: numba's disk cache is invalidated by the source
+file of the cached function only.
 """
 
 from __future__ import annotations
 
-import threading
 import warnings
 
 import numpy as np
+from llvmlite import ir
 from numba import njit, types
 from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
-from . import _scalar
-from ._config import NJIT_OPTIONS, REDUCE_FASTMATH, cache_enabled
+from ._config import NJIT_OPTIONS, REDUCE_FASTMATH, cache_enabled, use_soft_half
 
-__all__ = ["KINDS", "lrelu_fwd", "lrelu_bwd", "prelu_fwd", "prelu_bwd", "combine_partials"]
+__all__ = ["VIEW_DTYPES", "lrelu_fwd_row", "lrelu_fwd_nd", "lrelu_bwd_row", "lrelu_bwd_nd",
+           "prelu_fwd_nd", "prelu_bwd_nd", "combine_partials"]
 
-KINDS = ("f16", "bf16", "f32", "f64")
+#: The view dtype per storage dtype name (see the table above).
+VIEW_DTYPES = {"float16": np.dtype(np.uint16), "bfloat16": np.dtype(np.int16),
+               "float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}
 
-_lock = threading.Lock()
-_variants: dict = {}
-_cache_ok = [cache_enabled()]
+_SOFT_HALF = use_soft_half()
 
 
 def _jit(fn=None, **extra):
@@ -42,25 +64,154 @@ def _jit(fn=None, **extra):
     options.update(extra)
 
     def wrap(f):
-        if _cache_ok[0]:
+        if cache_enabled():
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     return njit(cache=True, **options)(f)
             except Exception:  # no writable cache locator (read-only install and home)
-                _cache_ok[0] = False
+                pass
         return njit(**options)(f)
 
     return wrap(fn) if fn is not None else wrap
 
 
+# ---------------------------------------------------------------------------------------------
+# bit-level conversions
+
+
+@intrinsic
+def _u32_as_f32(typingctx, bits):
+    """Reinterpret the low 32 bits of an integer as a float32."""
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        low = context.cast(builder, args[0], signature.args[0], types.uint32)
+        return builder.bitcast(low, ir.FloatType())
+
+    return types.float32(bits), codegen
+
+
+@intrinsic
+def _f32_as_u32(typingctx, value):
+    """Reinterpret a float32 as a uint32."""
+    if value != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.uint32(types.float32), codegen
+
+
+@intrinsic
+def _h2f_llvm(typingctx, bits):
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        low = context.cast(builder, args[0], signature.args[0], types.uint16)
+        return builder.fpext(builder.bitcast(low, ir.HalfType()), ir.FloatType())
+
+    return types.float32(bits), codegen
+
+
+@intrinsic
+def _f2h_llvm(typingctx, value):
+    if value != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+
+    return types.uint16(types.float32), codegen
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def h2f_soft(h):
+    """float16 bits to float32, exactly, in integer arithmetic."""
+    h32 = np.uint32(np.uint16(h))
+    sign = (h32 & np.uint32(0x8000)) << np.uint32(16)
+    exp = (h32 >> np.uint32(10)) & np.uint32(0x1F)
+    mant = h32 & np.uint32(0x3FF)
+    if exp == 0x1F:
+        return _u32_as_f32(sign | np.uint32(0x7F800000) | (mant << np.uint32(13)))
+    if exp == 0:
+        # subnormal or zero: mant * 2**-24, exact in float32
+        mag = np.float32(mant) * np.float32(5.960464477539063e-08)
+        return -mag if sign else mag
+    return _u32_as_f32(sign | ((exp + np.uint32(112)) << np.uint32(23)) | (mant << np.uint32(13)))
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def f2h_soft(value):
+    """float32 to float16 bits, to nearest with ties to even, in integer arithmetic."""
+    u = _f32_as_u32(value)
+    sign = np.uint32((u >> np.uint32(16)) & np.uint32(0x8000))
+    a = u & np.uint32(0x7FFFFFFF)
+    if a >= np.uint32(0x7F800000):  # inf or NaN (NaN: quiet, keep the top payload bits)
+        nan_bits = np.uint32(0x200) | ((a >> np.uint32(13)) & np.uint32(0x3FF))
+        return np.uint16(sign | np.uint32(0x7C00) | (nan_bits if a > np.uint32(0x7F800000) else np.uint32(0)))
+    if a >= np.uint32(0x477FF000):  # >= 65520: rounds to inf
+        return np.uint16(sign | np.uint32(0x7C00))
+    if a < np.uint32(0x38800000):  # below 2**-14: a float16 subnormal (or zero)
+        if a <= np.uint32(0x33000000):  # <= 2**-25: rounds to zero (2**-25 is a tie to even 0)
+            return np.uint16(sign)
+        e = a >> np.uint32(23)
+        m = (a & np.uint32(0x7FFFFF)) | np.uint32(0x800000)
+        shift = np.uint32(126) - e
+        r = m >> shift
+        rem = m & ((np.uint32(1) << shift) - np.uint32(1))
+        half = np.uint32(1) << (shift - np.uint32(1))
+        if rem > half or (rem == half and (r & np.uint32(1))):
+            r += np.uint32(1)
+        return np.uint16(sign | r)
+    a = a + np.uint32(0xFFF) + ((a >> np.uint32(13)) & np.uint32(1))
+    return np.uint16(sign | ((a >> np.uint32(13)) - np.uint32(112 << 10)))
+
+
+@intrinsic
+def _bf2f(typingctx, bits):
+    """Widen bfloat16 bits to float32 (exact)."""
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        low = context.cast(builder, args[0], signature.args[0], types.uint16)
+        wide = builder.shl(builder.zext(low, i32), ir.Constant(i32, 16))
+        return builder.bitcast(wide, ir.FloatType())
+
+    return types.float32(bits), codegen
+
+
+@intrinsic
+def _f2bf(typingctx, value):
+    """Round float32 to bfloat16 bits (as int16), to nearest with ties to even.
+
+    Written in 32-bit LLVM integer operations (numba would widen them to 64 bits, which
+    halves the vector width of the loops that use it).
+    """
+    if value != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        u = builder.bitcast(args[0], i32)
+        hi = builder.lshr(u, ir.Constant(i32, 16))
+        bias = builder.add(builder.and_(hi, ir.Constant(i32, 1)), ir.Constant(i32, 0x7FFF))
+        rounded = builder.lshr(builder.add(u, bias), ir.Constant(i32, 16))
+        quiet = builder.or_(hi, ir.Constant(i32, 0x40))
+        is_nan = builder.fcmp_unordered("uno", args[0], args[0])
+        return builder.trunc(builder.select(is_nan, quiet, rounded), ir.IntType(16))
+
+    return types.int16(types.float32), codegen
+
+
 @intrinsic
 def _as_c(typingctx, arr):
-    """The same 1-D array typed as C-contiguous (the caller checked its stride).
-
-    numba types a row taken from a non-contiguous 3-D view as 'A' (any layout), whose loop
-    does not vectorise even when the row's own stride is the element size.
-    """
+    """The same 1-D array typed as C-contiguous (the caller checked its stride)."""
     if not isinstance(arr, types.Array) or arr.ndim != 1:
         return None
     ret = arr.copy(layout="C")
@@ -71,259 +222,289 @@ def _as_c(typingctx, arr):
     return ret(arr), codegen
 
 
+# ---------------------------------------------------------------------------------------------
+# the scalar rules, dispatched on the view's element type
+
+
+# The inline="always" helpers are pure functions of values; stores stay in the loops, and
+# their arguments are plain names or subscripts. numba 0.68 mis-inlines otherwise (seen
+# here: an inlined helper that wrote ``out[k]`` was dropped from the loop, and one called
+# with a conditional expression as argument wrote nothing).
+
+
+def _widen(v):
+    """A stored element as float32 (half kinds, float32) or float64 (float64), exactly."""
+
+
+def _load(v, like):
+    """A stored element as the compute type of the result array ``like`` (exact)."""
+
+
+def _load64(v):
+    """A stored element as float64 (exact)."""
+
+
+def _narrow(value, like):
+    """A compute-type value rounded once to the element type of the result array ``like``."""
+
+
+@overload(_widen, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_widen(v):
+    if v == types.uint16:
+        return (lambda v: h2f_soft(v)) if _SOFT_HALF else (lambda v: _h2f_llvm(v))
+    if v == types.int16:
+        return lambda v: _bf2f(v)
+    if v in (types.float32, types.float64):
+        return lambda v: v
+    return None
+
+
+@overload(_load, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_load(v, like):
+    if like.dtype == types.float64:
+        return lambda v, like: np.float64(_widen(v))
+    return lambda v, like: _widen(v)
+
+
+@overload(_load64, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_load64(v):
+    return lambda v: np.float64(_widen(v))
+
+
+@overload(_narrow, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_narrow(value, like):
+    dt = like.dtype
+    if dt == types.uint16:
+        return (lambda value, like: f2h_soft(value)) if _SOFT_HALF else (lambda value, like: _f2h_llvm(value))
+    if dt == types.int16:
+        return lambda value, like: _f2bf(value)
+    if dt in (types.float32, types.float64):
+        return lambda value, like: value
+    return None
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _keep(v, ge):
+    """Whether the input is kept: ``v > 0``, or ``v >= 0`` with ``ge`` (NaN: never)."""
+    return (v > 0) | (ge & (v == 0))
+
+
 @njit(inline="always", **NJIT_OPTIONS)
 def _unit(a):
     return a.strides[0] == a.itemsize
 
 
-def _identity32(v):
-    return np.float32(v)
-
-
-def _identity64(v):
-    return np.float64(v)
-
-
-def _loader(kind, compute):
-    """Load one stored element of ``kind`` as the compute type (exact)."""
-    base = {"f16": _scalar.h2f, "bf16": _scalar.bf2f, "f32": njit(inline="always")(_identity32),
-            "f64": njit(inline="always")(_identity64)}[kind]
-    if compute == "f64" and kind != "f64":
-        def load(v):
-            return np.float64(base(v))
-
-        return njit(inline="always", **NJIT_OPTIONS)(load)
-    return base
-
-
-def _storer(kind):
-    """Round a compute-type value once to the storage kind."""
-    return {"f16": _scalar.f2h, "bf16": _scalar.f2bf, "f32": njit(inline="always")(_identity32),
-            "f64": njit(inline="always")(_identity64)}[kind]
-
-
-def _compute(kind):
-    return "f64" if kind == "f64" else "f32"
-
-
-def _positive(ge):
-    """The comparison that keeps the input: ``v > 0`` (PyTorch, aclnn) or ``v >= 0``."""
-    if ge:
-        def pos(v):
-            return v >= 0
-    else:
-        def pos(v):
-            return v > 0
-    return njit(inline="always", **NJIT_OPTIONS)(pos)
-
-
-def _get(key, build):
-    fns = _variants.get(key)
-    if fns is None:
-        with _lock:
-            fns = _variants.get(key)
-            if fns is None:
-                fns = build(*key[1:])
-                _variants[key] = fns
-    return fns
-
-
-class _Fns:
-    def __init__(self, **fns):
-        self.__dict__.update(fns)
-
-
-# --------------------------------------------------------------------------------------------
-# leaky_relu forward: y = x if pos(x) else x * s
-
-
-def _build_lrelu_fwd(kind, ge):
-    load = _loader(kind, _compute(kind))
-    store = _storer(kind)
-    pos = _positive(ge)
-
-    def row(x, out, s):
-        for k in range(x.shape[0]):
-            v = load(x[k])
-            out[k] = store(v if pos(v) else v * s)
-
-    row = _jit(row)
-
-    def nd(x, out, s):
-        for i in range(x.shape[0]):
-            for j in range(x.shape[1]):
-                xr, outr = x[i, j], out[i, j]
-                if _unit(xr) and _unit(outr):
-                    row(_as_c(xr), _as_c(outr), s)
-                else:
-                    row(xr, outr, s)
-
-    return _Fns(row=row, nd=_jit(nd))
-
-
-def lrelu_fwd(kind, ge):
-    """Kernels ``row(x, out, s)`` and ``nd(x3, out3, s)`` of the forward."""
-    return _get(("lrelu_fwd", kind, bool(ge)), _build_lrelu_fwd)
-
-
-# --------------------------------------------------------------------------------------------
-# leaky_relu backward: dx = g if pos(t) else g * s   (t: input, or result when self_is_result)
-
-
-def _build_lrelu_bwd(gkind, tkind, rkind, ge):
-    compute = _compute(rkind)
-    load_g = _loader(gkind, compute)
-    load_t = _loader(tkind, compute)
-    store = _storer(rkind)
-    pos = _positive(ge)
-
-    def row(g, t, out, s):
-        for k in range(t.shape[0]):
-            gv = load_g(g[k])
-            out[k] = store(gv if pos(load_t(t[k])) else gv * s)
-
-    row = _jit(row)
-
-    def nd(g, t, out, s):
-        for i in range(t.shape[0]):
-            for j in range(t.shape[1]):
-                gr, tr, outr = g[i, j], t[i, j], out[i, j]
-                if _unit(gr) and _unit(tr) and _unit(outr):
-                    row(_as_c(gr), _as_c(tr), _as_c(outr), s)
-                else:
-                    row(gr, tr, outr, s)
-
-    return _Fns(row=row, nd=_jit(nd))
-
-
-def lrelu_bwd(gkind, tkind, rkind, ge):
-    """Kernels ``row(g, t, out, s)`` and ``nd(g3, t3, out3, s)`` of the backward."""
-    return _get(("lrelu_bwd", gkind, tkind, rkind, bool(ge)), _build_lrelu_bwd)
-
-
-# --------------------------------------------------------------------------------------------
-# prelu forward: y = x if pos(x) else w * x   (w broadcast to x; stored like x)
-
-
-def _build_prelu_fwd(kind, ge):
-    load = _loader(kind, _compute(kind))
-    store = _storer(kind)
-    pos = _positive(ge)
-
-    def row_scalar(x, out, s):
-        for k in range(x.shape[0]):
-            v = load(x[k])
-            out[k] = store(v if pos(v) else s * v)
-
-    row_scalar = _jit(row_scalar)
-
-    def row(x, w, out):
-        for k in range(x.shape[0]):
-            v = load(x[k])
-            out[k] = store(v if pos(v) else load(w[k]) * v)
-
-    row = _jit(row)
-
-    def nd(x, w, out):
-        for i in range(x.shape[0]):
-            for j in range(x.shape[1]):
-                xr, wr, outr = x[i, j], w[i, j], out[i, j]
-                if wr.strides[0] == 0:
-                    if _unit(xr) and _unit(outr):
-                        row_scalar(_as_c(xr), _as_c(outr), load(wr[0]))
-                    else:
-                        row_scalar(xr, outr, load(wr[0]))
-                elif _unit(xr) and _unit(wr) and _unit(outr):
-                    row(_as_c(xr), _as_c(wr), _as_c(outr))
-                else:
-                    row(xr, wr, outr)
-
-    return _Fns(row=row, nd=_jit(nd))
-
-
-def prelu_fwd(kind, ge):
-    """Kernels ``row(x, w, out)`` and ``nd(x3, w3, out3)`` of prelu."""
-    return _get(("prelu_fwd", kind, bool(ge)), _build_prelu_fwd)
-
-
-# --------------------------------------------------------------------------------------------
-# prelu backward, one pass: gi = g if pos(x) else w * g ;  acc[w] += (0 if pos(x) else x * g)
-# The weight-gradient terms are formed and summed in float64 (x * g is exact there for the
-# float32 and half kinds). ``acc`` is a float64 view broadcast like ``w``.
-
-_BLOCK = 2048  # elements summed per block before the block sum joins the running total
-
-
-def _build_prelu_bwd(kind, ge):
-    compute = _compute(kind)
-    load = _loader(kind, compute)
-    load64 = _loader(kind, "f64")
-    store = _storer(kind)
-    pos = _positive(ge)
-
-    def block_reduce(g, x, gi, s):
-        part = 0.0
-        for k in range(x.shape[0]):  # from 0: lets LLVM drop negative-index wraparound
-            xv = load(x[k])
-            gv = load(g[k])
-            p = pos(xv)
-            gi[k] = store(gv if p else s * gv)
-            part += 0.0 if p else load64(x[k]) * load64(g[k])
-        return part
-
-    block_reduce = _jit(block_reduce, fastmath=REDUCE_FASTMATH)
-
-    def row_reduce(g, x, gi, s):
-        # blocks keep the reduction vectorised (reassoc inside a block) and its error small
-        n = x.shape[0]
-        total = 0.0
-        for start in range(0, n, _BLOCK):
-            stop = min(start + _BLOCK, n)
-            total += block_reduce(g[start:stop], x[start:stop], gi[start:stop], s)
-        return total
-
-    row_reduce = _jit(row_reduce)
-
-    def row(g, x, w, gi, acc):
-        for k in range(x.shape[0]):
-            xv = load(x[k])
-            gv = load(g[k])
-            p = pos(xv)
-            gi[k] = store(gv if p else load(w[k]) * gv)
-            acc[k] += 0.0 if p else load64(x[k]) * load64(g[k])
-
-    row = _jit(row)
-
-    def nd(g, x, w, gi, acc):
-        for i in range(x.shape[0]):
-            for j in range(x.shape[1]):
-                gr, xr, wr, gir = g[i, j], x[i, j], w[i, j], gi[i, j]
-                if acc.strides[2] == 0:
-                    s = load(wr[0])
-                    if _unit(gr) and _unit(xr) and _unit(gir):
-                        acc[i, j, 0] += row_reduce(_as_c(gr), _as_c(xr), _as_c(gir), s)
-                    else:
-                        acc[i, j, 0] += row_reduce(gr, xr, gir, s)
-                else:
-                    row(gr, xr, wr, gir, acc[i, j])
-
-    return _Fns(nd=_jit(nd))
-
-
-def prelu_bwd(kind, ge):
-    """Kernel ``nd(g3, x3, w3, gi3, acc3)`` of prelu's backward (accumulates into ``acc3``)."""
-    return _get(("prelu_bwd", kind, bool(ge)), _build_prelu_bwd)
+# ---------------------------------------------------------------------------------------------
+# leaky_relu forward: y = x if keep(x) else x * s
 
 
 @_jit
-def _combine(partials, out):
-    for j in range(out.shape[0]):
-        total = 0.0
-        for i in range(partials.shape[0]):
-            total += partials[i, j]
-        out[j] = total
+def lrelu_fwd_row(x, out, s, ge):
+    for k in range(x.shape[0]):
+        v = _load(x[k], out)
+        r = v if _keep(v, ge) else v * s
+        out[k] = _narrow(r, out)
 
 
+@_jit
+def lrelu_fwd_nd(x, out, s, ge):
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            xr, outr = x[i, j], out[i, j]
+            if _unit(xr) and _unit(outr):
+                lrelu_fwd_row(_as_c(xr), _as_c(outr), s, ge)
+            else:
+                lrelu_fwd_row(xr, outr, s, ge)
+
+
+# ---------------------------------------------------------------------------------------------
+# leaky_relu backward: dx = g if keep(t) else g * s   (t: input, or result when self_is_result)
+
+
+@_jit
+def lrelu_bwd_row(g, t, out, s, ge):
+    for k in range(t.shape[0]):
+        gv = _load(g[k], out)
+        tv = _load(t[k], out)
+        r = gv if _keep(tv, ge) else gv * s
+        out[k] = _narrow(r, out)
+
+
+@_jit
+def lrelu_bwd_nd(g, t, out, s, ge):
+    for i in range(t.shape[0]):
+        for j in range(t.shape[1]):
+            gr, tr, outr = g[i, j], t[i, j], out[i, j]
+            if _unit(gr) and _unit(tr) and _unit(outr):
+                lrelu_bwd_row(_as_c(gr), _as_c(tr), _as_c(outr), s, ge)
+            else:
+                lrelu_bwd_row(gr, tr, outr, s, ge)
+
+
+# ---------------------------------------------------------------------------------------------
+# prelu forward: y = x if keep(x) else w * x   (w broadcast to x, stored like x)
+
+
+@_jit
+def prelu_fwd_row(x, w, out, ge):
+    for k in range(x.shape[0]):
+        v = _load(x[k], out)
+        wv = _load(w[k], out)
+        r = v if _keep(v, ge) else wv * v
+        out[k] = _narrow(r, out)
+
+
+@_jit
+def prelu_fwd_nd(x, w, out, ge):
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            xr, wr, outr = x[i, j], w[i, j], out[i, j]
+            if wr.strides[0] == 0:  # one slope for the whole row: the leaky_relu loop
+                s = _load(wr[0], out)
+                if _unit(xr) and _unit(outr):
+                    lrelu_fwd_row(_as_c(xr), _as_c(outr), s, ge)
+                else:
+                    lrelu_fwd_row(xr, outr, s, ge)
+            elif _unit(xr) and _unit(wr) and _unit(outr):
+                prelu_fwd_row(_as_c(xr), _as_c(wr), _as_c(outr), ge)
+            else:
+                prelu_fwd_row(xr, wr, outr, ge)
+
+
+# ---------------------------------------------------------------------------------------------
+# prelu backward, one pass: gi = g if keep(x) else w * g ;  dw[w] += (0 if keep(x) else x * g)
+# The weight-gradient terms are formed and summed in float64 (x * g is exact there for the
+# float32 and half kinds). Sums are compensated (Kahan): ``acc`` and ``comp`` are float64
+# views broadcast like ``w``, and the sum is ``acc - comp``. For float64 data the terms are
+# rounded products and the in-row sums are compensated too (four lanes), so the result is
+# close to the correctly rounded sum of the rounded terms; for the other kinds the exact
+# float64 terms are summed in vectorised blocks, far below their result's precision.
+
+_BLOCK = 2048  # elements summed per vectorised block
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _kahan_add(s, c, t):
+    """One compensated step: returns the new (sum, compensation); the value is sum - comp.
+
+    Once the sum is ±inf or NaN the compensation is dropped (it would turn inf into NaN).
+    """
+    y = t - c
+    u = s + y
+    d = (u - s) - y
+    return u, d if abs(u) < np.inf else 0.0
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _prelu_bwd_step(g, x, gi, s, k, ge):
+    """Write gi[k] and return the weight-gradient term of element k (float64)."""
+    xv = _load(x[k], gi)
+    gv = _load(g[k], gi)
+    p = _keep(xv, ge)
+    r = gv if p else s * gv
+    gi[k] = _narrow(r, gi)
+    x64 = _load64(x[k])
+    g64 = _load64(g[k])
+    term = 0.0 if p else x64 * g64
+    return term
+
+
+@_jit(fastmath=REDUCE_FASTMATH)
+def _prelu_bwd_block_sum(g, x, gi, s, ge):
+    part = 0.0
+    for k in range(x.shape[0]):  # from 0: lets LLVM drop negative-index wraparound
+        term = _prelu_bwd_step(g, x, gi, s, k, ge)
+        part += term
+    return part
+
+
+@_jit
+def _prelu_bwd_row_reduce_blocks(g, x, gi, s, ge):
+    n = x.shape[0]
+    total, comp = 0.0, 0.0
+    for start in range(0, n, _BLOCK):
+        stop = min(start + _BLOCK, n)
+        part = _prelu_bwd_block_sum(g[start:stop], x[start:stop], gi[start:stop], s, ge)
+        total, comp = _kahan_add(total, comp, part)
+    return total, comp
+
+
+@_jit
+def _prelu_bwd_row_reduce_compensated(g, x, gi, s, ge):
+    # four independent Kahan lanes (no reassociation: the compensation must survive)
+    n = x.shape[0]
+    s0 = s1 = s2 = s3 = 0.0
+    c0 = c1 = c2 = c3 = 0.0
+    k = 0
+    while k + 4 <= n:
+        t0 = _prelu_bwd_step(g, x, gi, s, k, ge)
+        t1 = _prelu_bwd_step(g, x, gi, s, k + 1, ge)
+        t2 = _prelu_bwd_step(g, x, gi, s, k + 2, ge)
+        t3 = _prelu_bwd_step(g, x, gi, s, k + 3, ge)
+        s0, c0 = _kahan_add(s0, c0, t0)
+        s1, c1 = _kahan_add(s1, c1, t1)
+        s2, c2 = _kahan_add(s2, c2, t2)
+        s3, c3 = _kahan_add(s3, c3, t3)
+        k += 4
+    while k < n:
+        t0 = _prelu_bwd_step(g, x, gi, s, k, ge)
+        s0, c0 = _kahan_add(s0, c0, t0)
+        k += 1
+    total, comp = _kahan_add(s0, c0, s1)
+    comp += c1
+    total, comp = _kahan_add(total, comp, s2)
+    comp += c2
+    total, comp = _kahan_add(total, comp, s3)
+    return total, comp + c3
+
+
+def _prelu_bwd_row_reduce(g, x, gi, s, ge):
+    """Sum of a row's weight-gradient terms as a compensated (sum, compensation) pair."""
+
+
+@overload(_prelu_bwd_row_reduce, jit_options=NJIT_OPTIONS)
+def _ol_prelu_bwd_row_reduce(g, x, gi, s, ge):
+    if x.dtype == types.float64:
+        return lambda g, x, gi, s, ge: _prelu_bwd_row_reduce_compensated(g, x, gi, s, ge)
+    return lambda g, x, gi, s, ge: _prelu_bwd_row_reduce_blocks(g, x, gi, s, ge)
+
+
+@_jit
+def _prelu_bwd_row(g, x, w, gi, acc, comp, ge):
+    for k in range(x.shape[0]):
+        wv = _load(w[k], gi)
+        term = _prelu_bwd_step(g, x, gi, wv, k, ge)
+        a, c = acc[k], comp[k]
+        acc[k], comp[k] = _kahan_add(a, c, term)
+
+
+@_jit
+def prelu_bwd_nd(g, x, w, gi, acc, comp, ge):
+    """Write ``gi`` and add the weight gradient into the pair (``acc``, ``comp``)."""
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            gr, xr, wr, gir = g[i, j], x[i, j], w[i, j], gi[i, j]
+            if acc.strides[2] == 0:
+                s = _load(wr[0], gir)
+                if _unit(gr) and _unit(xr) and _unit(gir):
+                    total, c = _prelu_bwd_row_reduce(_as_c(gr), _as_c(xr), _as_c(gir), s, ge)
+                else:
+                    total, c = _prelu_bwd_row_reduce(gr, xr, gir, s, ge)
+                a0, c0 = acc[i, j, 0], comp[i, j, 0]
+                a, b = _kahan_add(a0, c0, total)
+                acc[i, j, 0] = a
+                comp[i, j, 0] = b + c
+            else:
+                _prelu_bwd_row(gr, xr, wr, gir, acc[i, j], comp[i, j], ge)
+
+
+@_jit
 def combine_partials(partials, out):
-    """``out[j] = sum_i partials[i, j]`` in the fixed order i = 0, 1, …"""
-    _combine(partials, out)
+    """``out[j] = sum_i (partials[i, j, 0] - partials[i, j, 1])``, compensated, i = 0, 1, …"""
+    for j in range(out.shape[0]):
+        total, comp = 0.0, 0.0
+        for i in range(partials.shape[0]):
+            hi, lo = partials[i, j, 0], -partials[i, j, 1]
+            total, comp = _kahan_add(total, comp, hi)
+            total, comp = _kahan_add(total, comp, lo)
+        out[j] = total - comp

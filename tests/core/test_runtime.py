@@ -1,0 +1,249 @@
+"""Threads, fork, multiprocessing, the kernel cache, float16 without F16C, determinism."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+import leakyops
+from leakyops import _config, _core
+from refs import BF16, assert_same, random_values, ref_leaky_relu, ref_leaky_relu_backward, ref_prelu
+
+BIG = 3 * _config.PARALLEL_MIN + 17  # large enough for the thread pool, not a multiple of anything
+
+
+def _check_all_ops(seed: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
+    for dtype in (np.float32, np.float16, BF16, np.float64):
+        x = random_values(rng, n, dtype)
+        g = random_values(rng, n, dtype)
+        assert_same(leakyops.leaky_relu(x, 0.1), ref_leaky_relu(x, 0.1))
+        assert_same(leakyops.leaky_relu_backward(g, x, 0.1), ref_leaky_relu_backward(g, x, 0.1))
+        x2 = x.reshape(1, -1)
+        w = np.asarray([0.3], dtype)
+        assert_same(leakyops.prelu(x2, w), ref_prelu(x2, w))
+        y = x.copy()
+        leakyops.leaky_relu_(y, 0.1)
+        assert_same(y, ref_leaky_relu(x, 0.1))
+
+
+def test_concurrent_calls_from_many_threads():
+    _check_all_ops(0, 10)  # compile first, then hammer
+    _check_all_ops(0, BIG)
+    errors = []
+
+    def work(seed):
+        try:
+            for i in range(3):
+                _check_all_ops(seed * 10 + i, BIG if i % 2 == 0 else 1000)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_fork_after_parallel_kernels():
+    _check_all_ops(1, BIG)  # the parent has run the thread pool
+    assert leakyops.get_num_threads() >= 1
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 1
+        try:
+            _check_all_ops(2, BIG)
+            code = 0
+        finally:
+            os.write(w, bytes([code]))
+            os._exit(code)
+    os.close(w)
+    status = os.read(r, 1)
+    _, exit_status = os.waitpid(pid, 0)
+    assert status == b"\x00" and os.waitstatus_to_exitcode(exit_status) == 0
+    _check_all_ops(3, BIG)  # and the parent still works
+
+
+def _mp_worker(seed):
+    _check_all_ops(seed, BIG)
+    return seed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+def test_multiprocessing_start_methods(method):
+    if method not in mp.get_all_start_methods():
+        pytest.skip(f"{method} not available")
+    _check_all_ops(4, BIG)
+    ctx = mp.get_context(method)
+    with ctx.Pool(2) as pool:
+        assert pool.map(_mp_worker, [5, 6]) == [5, 6]
+
+
+def test_set_num_threads_validation_and_thread_local_setting():
+    before = leakyops.get_num_threads()
+    with pytest.raises(ValueError):
+        leakyops.set_num_threads(0)
+    with pytest.raises(ValueError):
+        leakyops.set_num_threads(True)
+    seen = []
+
+    def local():
+        leakyops.set_num_threads(1, this_thread_only=True)
+        seen.append(leakyops.get_num_threads())
+
+    t = threading.Thread(target=local)
+    t.start()
+    t.join()
+    assert seen == [1] and leakyops.get_num_threads() == before
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    rng = np.random.default_rng(7)
+    cases = [((16, 8, 40, 40), 8, 1),        # split along channels (not reduced)
+             ((64, 2, 5000), 2, 1),          # split along a reduced axis, with partial sums
+             ((1, 3, 400000), 3, 1),         # one huge plane per channel
+             ((300000, 4), 4, -1)]           # channels last
+    before = leakyops.get_num_threads()
+    try:
+        for shape, c, axis in cases:
+            x = random_values(rng, shape, np.float32, special_share=0)
+            g = random_values(rng, shape, np.float32, special_share=0)
+            w = random_values(rng, c, np.float32, special_share=0)
+            results = []
+            for n in (1, 2, 3, 5):
+                leakyops.set_num_threads(n)
+                results.append(leakyops.prelu_backward(g, x, w, axis=axis))
+            for gi, gw in results[1:]:
+                assert_same(gi, results[0][0])
+                assert_same(gw, results[0][1])
+    finally:
+        leakyops.set_num_threads(before)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16, np.float32, np.float64], ids=["f16", "bf16", "f32", "f64"])
+def test_grad_weight_at_least_as_accurate_as_torch(dtype):
+    torch = pytest.importorskip("torch")
+    from refs import to_torch
+
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((8, 4, 128, 128))).astype(dtype)
+    g = (rng.standard_normal((8, 4, 128, 128))).astype(dtype)
+    w = np.full(4, 0.25, dtype)
+    _, gw = leakyops.prelu_backward(g, x, w)
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    terms = np.where(x64 > 0, 0.0, x64 * g64)
+    if dtype == np.float64:  # a reference better than float64: exact sums per channel
+        import math
+        exact = np.array([math.fsum(terms[:, c].ravel()) for c in range(4)])
+    else:
+        exact = terms.sum(axis=(0, 2, 3))
+    tx, tw = to_torch(x).requires_grad_(), to_torch(w).requires_grad_()
+    torch.nn.functional.prelu(tx, tw).backward(to_torch(g))
+    ours = np.abs(gw.astype(np.float64) - exact).max()
+    theirs = np.abs(tw.grad.double().numpy() - exact).max()
+    assert ours <= theirs, (ours, theirs)
+
+
+def _run(code: str, env_extra: dict, cwd=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.update(env_extra)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+CHECK_HALF = """
+    import numpy as np, ml_dtypes, leakyops
+    x = np.array([-1.5, -0.0, 0.0, 2.0, -65504.0, np.nan, -np.inf, 6e-8, -6e-8], np.float16)
+    y = leakyops.leaky_relu(x, 0.3)
+    ref = np.where(x.astype(np.float32) > 0, x.astype(np.float32), x.astype(np.float32) * np.float32(0.3)).astype(np.float16)
+    assert np.array_equal(y.view(np.uint16)[np.isfinite(ref) | np.isinf(ref)], ref.view(np.uint16)[np.isfinite(ref) | np.isinf(ref)]), (y, ref)
+    g = leakyops.leaky_relu_backward(np.ones(9, np.float16), x, 0.3)
+    print("ok", leakyops._config.use_soft_half())
+"""
+
+
+def test_import_and_calls_with_a_read_only_cache_and_home(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    os.chmod(ro, 0o555)
+    try:
+        r = _run(CHECK_HALF, {"NUMBA_CACHE_DIR": str(ro / "cache"), "HOME": str(ro)})
+    finally:
+        os.chmod(ro, 0o755)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ok")
+
+
+def test_cache_can_be_turned_off():
+    r = _run(CHECK_HALF, {"LEAKYOPS_CACHE": "0"})
+    assert r.returncode == 0, r.stderr
+
+
+def test_generic_cpu_without_f16c_uses_exact_software_halves():
+    r = _run(CHECK_HALF, {"NUMBA_CPU_NAME": "generic", "LEAKYOPS_CACHE": "0"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok True"
+
+
+def test_two_processes_compiling_into_one_cache_at_once(tmp_path):
+    cache = tmp_path / "cache"
+    code = textwrap.dedent(CHECK_HALF) + "\nleakyops.prelu_backward(np.ones((2, 3)), np.ones((2, 3)), np.ones(3))\n"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    again = _run(code, {"NUMBA_CACHE_DIR": str(cache)})
+    assert again.returncode == 0, again.stderr
+
+
+def test_software_half_conversions_are_exact():
+    from numba import njit
+
+    from leakyops import _kernels as _scalar
+
+    @njit
+    def widen(bits, out):
+        for i in range(bits.shape[0]):
+            out[i] = _scalar.h2f_soft(bits[i])
+
+    @njit
+    def narrow(values, out):
+        for i in range(values.shape[0]):
+            out[i] = _scalar.f2h_soft(values[i])
+
+    every_half = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    wide = np.empty(65536, np.float32)
+    widen(every_half, wide)
+    expected = every_half.view(np.float16).astype(np.float32)
+    finite = ~np.isnan(expected)
+    assert np.array_equal(wide.view(np.uint32)[finite], expected.view(np.uint32)[finite])
+    assert np.isnan(wide[~finite]).all()
+    # every float32 around every float16 rounding boundary, plus random bit patterns
+    rng = np.random.default_rng(9)
+    h = every_half.view(np.float16)
+    with np.errstate(invalid="ignore"):  # inf + -inf between the two halves of the table
+        mids = (h[:-1].astype(np.float64) + h[1:].astype(np.float64)) / 2
+    mids = mids[np.isfinite(mids)].astype(np.float32)
+    around = np.concatenate([mids, np.nextafter(mids, np.float32(np.inf)), np.nextafter(mids, np.float32(-np.inf)),
+                             rng.integers(0, 2 ** 32, 2_000_000, dtype=np.uint64).astype(np.uint32).view(np.float32),
+                             np.array([65504, 65519.996, 65520, 1e9, -1e9, 2 ** -25, 2 ** -24, 3 * 2 ** -26], np.float32)])
+    got = np.empty(around.size, np.uint16)
+    narrow(around, got)
+    with np.errstate(over="ignore"):
+        expected = around.astype(np.float16)
+    finite = ~np.isnan(around)
+    assert np.array_equal(got[finite], expected.view(np.uint16)[finite])
+    assert np.isnan(got[~finite].view(np.float16)).all()
