@@ -2,9 +2,10 @@
 against PyTorch's own, on the CPU, with the same number of threads.
 
     python examples/torch/bench_modules.py [--shape 16 64 32 32] [--threads 2]
-                                           [--dtypes float32 bfloat16] [--repeat 10]
+                                           [--dtypes float32 bfloat16] [--repeat 20]
 
-Prints a Markdown table: the best time (of --repeat runs) of each module and the ratio
+Prints a Markdown table: the best time (of --repeat runs, the two libraries
+measured alternately) of each module and the ratio
 torch / leakyops (above 1: leakyops is faster). Every measurement first checks
 that both modules give the same result. Keep the shape modest on a shared
 machine; the operators are memory-bound, so time grows with the bytes moved.
@@ -20,14 +21,19 @@ import leakyops
 import leakyops.torch as lt
 
 
-def timed(fn, repeat):
-    fn()  # warm-up: kernel compilation, allocator
-    times = []
+def timed_pair(fn_a, fn_b, repeat):
+    """Best times of two functions, measured alternately so that both see the
+    same machine (other processes, thread wake-ups, allocator state)."""
+    fn_a(), fn_b()  # warm-up: kernel compilation, allocator
+    best_a = best_b = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)  # the best of `repeat`: least disturbed by other processes
+        fn_a()
+        t1 = time.perf_counter()
+        fn_b()
+        t2 = time.perf_counter()
+        best_a, best_b = min(best_a, t1 - t0), min(best_b, t2 - t1)
+    return best_a, best_b
 
 
 def cases(channels):
@@ -43,20 +49,22 @@ def bench(shape, dtype, repeat, channels_last):
     rows = []
     for name, theirs, ours in cases(shape[1]):
         theirs, ours = theirs.to(dtype), ours.to(dtype)
-        results = {}
-        for label, module in (("torch", theirs), ("leakyops", ours)):
-            xx = x.detach().clone().requires_grad_()
+        x_t = x.detach().clone().requires_grad_()
+        x_l = x.detach().clone().requires_grad_()
 
-            def forward(module=module):
-                with torch.no_grad():
-                    return module(x)
+        def forward(module):
+            with torch.no_grad():
+                return module(x)
 
-            def forward_backward(module=module, xx=xx):
-                xx.grad = None
-                module.zero_grad()
-                module(xx).backward(g)
+        def forward_backward(module, xx):
+            xx.grad = None
+            module.zero_grad()
+            module(xx).backward(g)
 
-            results[label] = (timed(forward, repeat), timed(forward_backward, repeat))
+        fwd = timed_pair(lambda: forward(theirs), lambda: forward(ours), repeat)
+        fwd_bwd = timed_pair(lambda: forward_backward(theirs, x_t),
+                             lambda: forward_backward(ours, x_l), repeat)
+        results = {"torch": (fwd[0], fwd_bwd[0]), "leakyops": (fwd[1], fwd_bwd[1])}
         # both modules compute the same values (bit for bit in the forward)
         assert torch.equal(theirs(x), ours(x)), name
         rows.append((name, results["torch"], results["leakyops"]))
@@ -68,7 +76,7 @@ def main(argv=None):
     parser.add_argument("--shape", type=int, nargs="+", default=[16, 64, 32, 32])
     parser.add_argument("--threads", type=int, default=min(2, torch.get_num_threads()))
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
-    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--channels-last", action="store_true")
     args = parser.parse_args(argv)
 
