@@ -6,7 +6,7 @@ against PyTorch's own, on the CPU, with the same number of threads.
 
 Prints a Markdown table: the best time (of --repeat runs, the two libraries
 measured alternately) of each module and the ratio
-torch / leakyops (above 1: leakyops is faster). Every measurement first checks
+torch / leakyops (above 1: leakyops is faster). Every row also checks
 that both modules give the same result. Keep the shape modest on a shared
 machine; the operators are memory-bound, so time grows with the bytes moved.
 """
@@ -36,6 +36,26 @@ def timed_pair(fn_a, fn_b, repeat):
     return best_a, best_b
 
 
+def measure(theirs, ours, x, g, repeat):
+    """{"torch": (fwd, fwd+bwd), "leakyops": (fwd, fwd+bwd)} best times in seconds."""
+    x_t = x.detach().clone().requires_grad_()
+    x_l = x.detach().clone().requires_grad_()
+
+    def forward(module):
+        with torch.no_grad():
+            return module(x)
+
+    def forward_backward(module, xx):
+        xx.grad = None
+        module.zero_grad()
+        module(xx).backward(g)
+
+    fwd = timed_pair(lambda: forward(theirs), lambda: forward(ours), repeat)
+    fwd_bwd = timed_pair(lambda: forward_backward(theirs, x_t),
+                         lambda: forward_backward(ours, x_l), repeat)
+    return {"torch": (fwd[0], fwd_bwd[0]), "leakyops": (fwd[1], fwd_bwd[1])}
+
+
 def cases(channels):
     yield "LeakyReLU(0.01)", nn.LeakyReLU(0.01), lt.LeakyReLU(0.01)
     yield f"PReLU({channels})", nn.PReLU(channels), lt.PReLU(channels)
@@ -49,22 +69,7 @@ def bench(shape, dtype, repeat, channels_last):
     rows = []
     for name, theirs, ours in cases(shape[1]):
         theirs, ours = theirs.to(dtype), ours.to(dtype)
-        x_t = x.detach().clone().requires_grad_()
-        x_l = x.detach().clone().requires_grad_()
-
-        def forward(module):
-            with torch.no_grad():
-                return module(x)
-
-        def forward_backward(module, xx):
-            xx.grad = None
-            module.zero_grad()
-            module(xx).backward(g)
-
-        fwd = timed_pair(lambda: forward(theirs), lambda: forward(ours), repeat)
-        fwd_bwd = timed_pair(lambda: forward_backward(theirs, x_t),
-                             lambda: forward_backward(ours, x_l), repeat)
-        results = {"torch": (fwd[0], fwd_bwd[0]), "leakyops": (fwd[1], fwd_bwd[1])}
+        results = measure(theirs, ours, x, g, repeat)
         # both modules compute the same values (bit for bit in the forward)
         assert torch.equal(theirs(x), ours(x)), name
         rows.append((name, results["torch"], results["leakyops"]))

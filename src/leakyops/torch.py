@@ -50,13 +50,13 @@ from torch import Tensor
 from leakyops import _core
 
 __all__ = [
+    "LeakyReLU",
+    "PReLU",
     "leaky_relu",
     "leaky_relu_",
     "leaky_relu_backward",
     "prelu",
     "prelu_backward",
-    "LeakyReLU",
-    "PReLU",
 ]
 
 NAMESPACE = "leakyops"

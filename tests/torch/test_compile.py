@@ -4,9 +4,9 @@ breaks, the same values and gradients as eager mode (SPEC §8)."""
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
+from torch import nn
 
-import leakyops.torch as lt  # noqa: E402
+import leakyops.torch as lt
 
 
 def small_net(inplace):

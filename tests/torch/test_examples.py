@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import leakyops.torch as lt  # noqa: E402
+import leakyops.torch as lt
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "torch"
 

@@ -7,9 +7,9 @@ import pickle
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
+from torch import nn
 
-import leakyops.torch as lt  # noqa: E402
+import leakyops.torch as lt
 
 
 @pytest.mark.parametrize("args,kwargs", [((), {}), ((0.2,), {}), ((), {"inplace": True}),
@@ -138,7 +138,7 @@ def test_training_run_matches_pytorch_step_by_step(dtype, channels_last):
     our_losses, ours = train(ours, steps, dtype, channels_last)
     # PReLU's weight gradient is a sum taken in another order than PyTorch's,
     # so parameters may drift by a few ulps; everything else is identical.
-    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-13)
+    tol = {"rtol": 1e-5, "atol": 1e-6} if dtype == torch.float32 else {"rtol": 1e-12, "atol": 1e-13}
     torch.testing.assert_close(our_losses, ref_losses, **tol)
     assert our_losses[-1] < our_losses[0]  # it learns
     for (name, p), (_, q) in zip(ours.named_parameters(), reference.named_parameters()):

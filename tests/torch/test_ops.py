@@ -6,9 +6,9 @@ import math
 import pytest
 
 torch = pytest.importorskip("torch")
-import torch.nn.functional as F  # noqa: E402
+import torch.nn.functional as F
 
-import leakyops.torch as lt  # noqa: E402
+import leakyops.torch as lt
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
 DTYPE_IDS = ["f16", "bf16", "f32", "f64"]
