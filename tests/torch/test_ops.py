@@ -4,6 +4,8 @@ gradients, layouts and errors (SPEC §1-4, §8)."""
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F
@@ -350,3 +352,46 @@ def test_calls_from_several_threads_at_once():
     for x, (a, b) in zip(xs, results):
         assert_bitwise(a, F.leaky_relu(x, 0.3))
         assert_bitwise(b, F.prelu(x, w))
+
+
+# ---------------------------------------------------------------------------
+# random layouts (hypothesis): the permutation logic of prelu_backward and the
+# layout rule of every result
+
+
+@st.composite
+def strided_tensors(draw):
+    ndim = draw(st.integers(1, 4))
+    shape = draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim))
+    dtype = draw(st.sampled_from(DTYPES))
+    seed = draw(st.integers(0, 2**16))
+    steps = draw(st.lists(st.integers(1, 2), min_size=ndim, max_size=ndim))
+    perm = draw(st.permutations(range(ndim)))
+    big = [n * s for n, s in zip(shape, steps)]
+    base = torch.randn(big, generator=torch.Generator().manual_seed(seed)).to(dtype)
+    x = base[tuple(slice(None, None, s) for s in steps)]
+    # a layout whose memory order is `perm`: materialise permuted, view back
+    inverse = sorted(range(ndim), key=perm.__getitem__)
+    x = x.permute(perm).contiguous().permute(inverse) if draw(st.booleans()) else x
+    return x
+
+
+@settings(max_examples=60, deadline=None)
+@given(x=strided_tensors(), slope=st.sampled_from([0.01, 0.0, -0.3, 2.0]),
+       per_channel=st.booleans())
+def test_random_layouts_against_pytorch(x, slope, per_channel):
+    empty = torch.empty_like(x).stride()
+    y = lt.leaky_relu(x, slope)
+    assert y.stride() == empty
+    assert_bitwise(y, F.leaky_relu(x, slope))
+    g = torch.randn(x.shape).to(x.dtype)
+    assert_bitwise(lt.leaky_relu_backward(g, x, slope),
+                   torch.ops.aten.leaky_relu_backward(g, x, slope, False))
+    c = x.shape[1] if per_channel and x.dim() > 1 else 1
+    w = torch.linspace(-0.5, 1.5, c).to(x.dtype)
+    assert_bitwise(lt.prelu(x, w), F.prelu(x, w))
+    gi, gw = lt.prelu_backward(g, x, w)
+    assert gi.stride() == empty and gw.shape == w.shape
+    xr = x.detach().clone().requires_grad_()
+    F.prelu(xr, w).backward(g)
+    assert_bitwise(gi, xr.grad)
