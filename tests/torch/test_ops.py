@@ -395,3 +395,24 @@ def test_random_layouts_against_pytorch(x, slope, per_channel):
     xr = x.detach().clone().requires_grad_()
     F.prelu(xr, w).backward(g)
     assert_bitwise(gi, xr.grad)
+
+
+class _ForkedDataset(torch.utils.data.Dataset):
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        x = torch.randn(3, 20_000, generator=torch.Generator().manual_seed(i))
+        return lt.leaky_relu(x, 0.2), F.leaky_relu(x, 0.2)
+
+
+# Python >= 3.12 warns about fork() in a multi-threaded process; forking is the point here.
+@pytest.mark.filterwarnings("ignore:.*multi-threaded.*fork:DeprecationWarning")
+def test_dataloader_workers_forked_after_the_kernels_ran():
+    lt.leaky_relu(torch.randn(3, 200_000))  # the parent's thread pool is running
+    loader = torch.utils.data.DataLoader(_ForkedDataset(), batch_size=2, num_workers=2,
+                                         multiprocessing_context="fork")
+    batches = list(loader)
+    assert len(batches) == 3
+    for ours, theirs in batches:
+        assert_bitwise(ours, theirs)
