@@ -68,6 +68,18 @@ def test_compile_reports_errors_while_tracing():
         f(torch.zeros(3, dtype=torch.int32))
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_compiled_inplace_mutates_the_graph_input(backend):
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: lt.leaky_relu_(x, 0.5), backend=backend, fullgraph=True)
+    x = torch.randn(4, 5)
+    expected = torch.nn.functional.leaky_relu(x, 0.5)
+    out = f(x)
+    assert torch.equal(x, expected)
+    assert out.data_ptr() == x.data_ptr()
+
+
 # Inductor's own code generation (not leakyops) emits this DeprecationWarning in torch 2.13.
 INDUCTOR_WARNING = "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"
 
