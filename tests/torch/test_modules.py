@@ -159,3 +159,16 @@ def test_training_run_without_prelu_is_bit_identical():
     assert our_losses == ref_losses
     for p, q in zip(ours.parameters(), reference.parameters()):
         assert torch.equal(p, q)
+
+
+def test_modules_in_inference_mode_and_no_grad():
+    torch.manual_seed(2)
+    model = nn.Sequential(nn.Linear(3, 4), lt.LeakyReLU(0.1, inplace=True), lt.PReLU(4, 0.3))
+    reference = nn.Sequential(nn.Linear(3, 4), nn.LeakyReLU(0.1, inplace=True), nn.PReLU(4, 0.3))
+    reference.load_state_dict(model.state_dict())
+    x = torch.randn(5, 3)
+    with torch.inference_mode():
+        y = model(x)
+        assert torch.equal(y, reference(x)) and not y.requires_grad
+    with torch.no_grad():
+        assert torch.equal(model(x), reference(x))
