@@ -184,12 +184,13 @@ def test_layouts_values_and_memory_format(name, x, dtype):
     y = lt.leaky_relu(x, 0.1)
     ref = F.leaky_relu(x, 0.1)
     assert_bitwise(y, ref)
-    assert y.stride() == torch.empty_like(x).stride()
+    assert y.stride() == torch.empty_like(x).stride() == ref.stride()
     if x.is_contiguous(memory_format=torch.channels_last):
         assert y.is_contiguous(memory_format=torch.channels_last)
         assert ref.is_contiguous(memory_format=torch.channels_last)
     w = torch.linspace(-1, 2, x.shape[1], dtype=dtype)
     assert_bitwise(lt.prelu(x, w), F.prelu(x, w))
+    assert lt.prelu(x, w).stride() == F.prelu(x, w).stride()
     g = torch.randn(x.shape, dtype=dtype).to(memory_format=torch.channels_last) \
         if x.dim() == 4 else torch.randn(x.shape, dtype=dtype)
     gi, gw = lt.prelu_backward(g, x, w)
