@@ -7,6 +7,7 @@ allocate → one kernel call → return. The ``*_impl`` functions carry the fron
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 
@@ -168,40 +169,61 @@ def _kview(a: np.ndarray) -> np.ndarray:
     return a.view(_VIEW[a.dtype]) if a.dtype.itemsize == 2 else a
 
 
-def _coalesce(arrays):
-    """Views of ``arrays`` (same shape; the first is the output) with at most 3 axes.
+class _Plan:
+    """How operands of one shape are walked: at most three (coalesced) axes.
 
-    Axes are ordered by the output's strides (largest first), flipped where the output's
-    stride is negative, and merged where every operand allows it. Returns a list of 3-D
-    views, or of ``k``-D views (``k > 3``) when more axes remain.
+    Axes of extent 1 are dropped; the rest are ordered by the output's strides (largest
+    first) and flipped where the output's stride is negative, so the output is written
+    forwards; adjacent axes merge where every operand allows it. ``strides`` lists each
+    operand's strides per axis of ``shape`` (bytes or elements: the merge rule does not mind),
+    the output's first; broadcast operands have zeros.
     """
-    ref = arrays[0]
-    axes = [i for i, n in enumerate(ref.shape) if n != 1]
-    axes.sort(key=lambda i: -abs(ref.strides[i]))
-    flips = tuple(slice(None, None, -1) if ref.strides[i] < 0 else slice(None) for i in axes)
-    shape = [ref.shape[i] for i in axes]
-    if not axes:  # a single element
-        return [a.reshape((1, 1, 1)) for a in arrays]
-    views = [_squeeze_transpose(a, axes)[flips] for a in arrays]
-    # merge adjacent axes that every operand allows
-    groups: list[list[int]] = []
-    for k in range(len(shape)):
-        if groups and all(v.strides[groups[-1][-1]] == v.strides[k] * shape[k] for v in views):
-            groups[-1].append(k)
-        else:
+
+    def __init__(self, shape, strides):
+        ref = strides[0]
+        axes = [i for i, n in enumerate(shape) if n != 1]
+        axes.sort(key=lambda i: -abs(ref[i]))
+        self.axes = axes
+        self.perm = [i for i, n in enumerate(shape) if n == 1] + axes
+        self.sorted_shape = [shape[i] for i in axes]
+        self.flip = [ref[i] < 0 for i in axes]
+        groups: list[list[int]] = []
+        for k, i in enumerate(axes):
+            if groups:
+                last = axes[groups[-1][-1]]
+                if all(st[last] == st[i] * shape[i] for st in strides):
+                    groups[-1].append(k)
+                    continue
             groups.append([k])
-    merged = [int(np.prod([shape[k] for k in g])) for g in groups]
-    while len(merged) < 3:
-        merged.insert(0, 1)
-    return [v.reshape(merged, copy=False) for v in views]
+        self.groups = groups
+        merged = [math.prod(self.sorted_shape[k] for k in g) for g in groups]
+        self.pad = max(0, 3 - len(merged))
+        self.shape = (1,) * self.pad + tuple(merged)
+
+    def view(self, a: np.ndarray) -> np.ndarray:
+        """``a`` (of the planned shape) as a view with the planned axes."""
+        b = a.transpose(self.perm).reshape(self.sorted_shape)
+        if any(self.flip):
+            b = b[tuple(slice(None, None, -1) if f else slice(None) for f in self.flip)]
+        return b.reshape(self.shape, copy=False)
+
+    def strides_of(self, strides) -> tuple[int, tuple[int, ...]]:
+        """``(offset, strides)`` of a virtual operand with ``strides`` per axis of the shape."""
+        offset = 0
+        st = []
+        for k, i in enumerate(self.axes):
+            s = strides[i]
+            if self.flip[k]:
+                offset += (self.sorted_shape[k] - 1) * s
+                s = -s
+            st.append(s)
+        return offset, (0,) * self.pad + tuple(st[g[-1]] for g in self.groups)
 
 
-def _squeeze_transpose(a: np.ndarray, axes) -> np.ndarray:
-    drop = tuple(i for i, n in enumerate(a.shape) if n == 1)
-    b = a.squeeze(drop) if drop else a
-    # axis i of a is axis rank[i] of b
-    rank = {ax: r for r, ax in enumerate(i for i in range(a.ndim) if i not in drop)}
-    return b.transpose([rank[i] for i in axes])
+def _coalesce(arrays):
+    """Views of ``arrays`` (same shape; the first is the output) with at most 3 axes."""
+    plan = _Plan(arrays[0].shape, [a.strides for a in arrays])
+    return [plan.view(a) for a in arrays]
 
 
 def _split_axis(shape, allowed) -> int:
@@ -224,29 +246,46 @@ def _slice(v: np.ndarray, axis: int, lo: int, hi: int) -> np.ndarray:
     return v[tuple(idx)]
 
 
-def _run_nd(fn, views, extra=(), reduce_axes=()):
-    """Run a 3-D driver ``fn(*views, *extra)`` over coalesced views, threaded when large.
+def _run_nd(fn, views, extra=(), reduce_axes=(), weight=None):
+    """Run a 3-D driver over coalesced views, threaded when large.
 
-    ``reduce_axes`` are axes the kernel reduces over (never split here).
+    Calls ``fn(*views, *extra)``, or with ``weight = (flats, offset, strides)`` (a compact
+    operand: flat arrays indexed ``offset + i*s0 + j*s1 + k*s2``)
+    ``fn(*views, *flats, offset, s0, s1, s2, *extra)``. ``reduce_axes`` are axes the kernel
+    reduces over (never split here).
     """
     v0 = views[0]
+    if v0.ndim == 3 and v0.size < PARALLEL_MIN:  # small: one call, no splitting to consider
+        if weight is None:
+            fn(*views, *extra)
+        else:
+            flats, off, st = weight
+            fn(*views, *flats, off, *st, *extra)
+        return
     if v0.ndim > 3:  # rare: more than three axes survive coalescing
         for idx in np.ndindex(*v0.shape[:-3]):
-            _run_nd(fn, [v[idx] for v in views], extra, reduce_axes)
+            sub = None
+            if weight is not None:
+                flats, off, st = weight
+                sub = (flats, off + sum(i * s for i, s in zip(idx, st)), st[len(idx):])
+            _run_nd(fn, [v[idx] for v in views], extra, reduce_axes, sub)
         return
+
+    def args(vs, lo=0, axis=0):
+        if weight is None:
+            return (*vs, *extra)
+        flats, off, st = weight
+        return (*vs, *flats, off + lo * st[axis], *st, *extra)
+
     total = v0.size
     threads = _threads.get_num_threads()
-    if total < PARALLEL_MIN or threads == 1:
-        fn(*views, *extra)
-        return
     axis = _split_axis(v0.shape, [a for a in range(3) if a not in reduce_axes])
-    if axis < 0 or v0.shape[axis] < 2:
-        fn(*views, *extra)
+    if total < PARALLEL_MIN or threads == 1 or axis < 0 or v0.shape[axis] < 2:
+        fn(*args(views))
         return
     parts = min(threads, v0.shape[axis])
-    tasks = [tuple(_slice(v, axis, lo, hi) for v in views) + tuple(extra)
-             for lo, hi in _chunks(v0.shape[axis], parts)]
-    _threads.run(fn, tasks)
+    _threads.run(fn, [args([_slice(v, axis, lo, hi) for v in views], lo, axis)
+                      for lo, hi in _chunks(v0.shape[axis], parts)])
 
 
 def _run_rows(fn, flats, extra=()):
@@ -358,20 +397,23 @@ def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=Fals
         raise TypeError(f"{fname}: self_is_result must be a bool, got {type(self_is_result).__name__}")
     rdtype = result_dtype(g.dtype, x.dtype)
     rkind = _KIND[rdtype]
-    s = _slope(negative_slope, rkind, slope_dtype, fname)
+    s = _fast_slope(negative_slope, rkind, fname) if slope_dtype is None else _slope(
+        negative_slope, rkind, slope_dtype, fname)
     if self_is_result:
         raw = _slope_value(negative_slope, fname, "negative_slope")
         if not raw >= 0:
             raise ValueError(f"{fname}: self_is_result=True needs negative_slope >= 0, got {raw!r}: "
                              "the sign of the input cannot be recovered from the result; "
                              "call the out-of-place forward instead")
-    try:
-        shape = np.broadcast_shapes(g.shape, x.shape)
-    except ValueError:
-        raise ValueError(f"{fname}: grad_output of shape {g.shape} and x of shape {x.shape} "
-                         "do not broadcast") from None
+    shape = g.shape
+    if shape != x.shape:
+        try:
+            shape = np.broadcast_shapes(g.shape, x.shape)
+        except ValueError:
+            raise ValueError(f"{fname}: grad_output of shape {g.shape} and x of shape {x.shape} "
+                             "do not broadcast") from None
     ge = _compare(compare, fname)
-    if int(np.prod(shape)) == 0:
+    if math.prod(shape) == 0:
         return _finish(out, shape, rdtype, (g, x), lambda dest: None, fname)
 
     def compute(dest):
@@ -425,6 +467,37 @@ def _prelu_args(x, weight, fname):
     return x, weight
 
 
+def _prelu_layout(x: np.ndarray, wshape, others):
+    """3-D views of ``x`` and ``others`` (x's shape) and the compact weight's place in them.
+
+    Returns ``(views, (offset, strides))``: views of ``[x, *others]`` (kernel dtypes) and
+    the weight's element offset and strides along the three axes.
+    """
+    arrays = [x, *others]
+    channels = [i for i, n in enumerate(wshape) if n != 1]
+    if len(channels) == 1 and all(a.flags.c_contiguous for a in arrays):
+        # the common case, without a plan: (outer, C, inner), or (1, outer, C) channels-last
+        c = channels[0]
+        outer, inner = math.prod(x.shape[:c]), math.prod(x.shape[c + 1:])
+        if inner == 1:
+            shape, st = (1, outer, x.shape[c]), (0, 0, 1)
+        else:
+            shape, st = (outer, x.shape[c], inner), (0, 1, 0)
+        return [_kview(a).reshape(shape) for a in arrays], (0, st)
+    wst = [0] * len(wshape)
+    step = 1
+    for i in range(len(wshape) - 1, -1, -1):
+        if wshape[i] != 1:
+            wst[i] = step
+            step *= wshape[i]
+    plan = _Plan(x.shape, [a.strides for a in others] + [x.strides, wst])
+    return [plan.view(_kview(a)) for a in arrays], plan.strides_of(wst)
+
+
+def _flat_weight(weight: np.ndarray) -> np.ndarray:
+    return _kview(np.ascontiguousarray(weight).reshape(-1))
+
+
 def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
     """``y = x if x > 0 else w[c] * x`` (see :func:`leakyops.prelu`)."""
     x, weight = _prelu_args(x, weight, fname)
@@ -443,11 +516,11 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
                 views = _coalesce([_kview(dest), _kview(x)])
                 _run_nd(_kernels.lrelu_fwd_nd, [views[1], views[0]], (s, ge))
     else:
-        wb = np.broadcast_to(weight.reshape(wshape), x.shape)
+        wflat = _flat_weight(weight)
 
         def compute(dest):
-            views = _coalesce([_kview(dest), _kview(x), _kview(wb)])
-            _run_nd(_kernels.prelu_fwd_nd, [views[1], views[2], views[0]], (ge,))
+            views, (off, st) = _prelu_layout(x, wshape, [dest])
+            _run_nd(_kernels.prelu_fwd_nd, views, (ge,), weight=((wflat,), off, st))
 
     return _finish(out, x.shape, x.dtype, (x, weight), compute, fname)
 
@@ -458,12 +531,6 @@ def _kernels_slope(weight: np.ndarray, kind: str):
     return np.float64(value) if kind == "f64" else np.float32(value)
 
 
-def _writable_broadcast(a: np.ndarray, shape) -> np.ndarray:
-    strides = (0,) * (len(shape) - a.ndim) + tuple(
-        0 if n == 1 and m != 1 else st for n, m, st in zip(a.shape, shape[len(shape) - a.ndim:], a.strides))
-    return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=True)
-
-
 def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", fname="prelu_backward"):
     """``(grad_input, acc)``: ``acc`` is the unrounded float64 ``grad_weight``, shaped like weight."""
     x, weight = _prelu_args(x, weight, fname)
@@ -471,58 +538,46 @@ def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", fname="
     if g.dtype != x.dtype:
         raise TypeError(f"{fname}: grad_output has dtype {g.dtype} but x has dtype {x.dtype}; "
                         "prelu_backward does not promote: they must match")
-    try:
-        if np.broadcast_shapes(g.shape, x.shape) != x.shape:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"{fname}: grad_output of shape {g.shape} does not broadcast to x's "
-                         f"shape {x.shape}") from None
+    if g.shape != x.shape:
+        try:
+            if np.broadcast_shapes(g.shape, x.shape) != x.shape:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"{fname}: grad_output of shape {g.shape} does not broadcast to x's "
+                             f"shape {x.shape}") from None
+        g = np.broadcast_to(g, x.shape)
     wshape = _weight_shape(x, weight, axis, fname)
     ge = _compare(compare, fname)
     grad_input = np.empty(x.shape, x.dtype)
+    wsize = weight.size
+    result = np.zeros(wsize, np.float64)
     if x.size == 0:
-        return grad_input, np.zeros(weight.shape, np.float64)
-    gb = np.broadcast_to(g, x.shape)
-    wb = np.broadcast_to(weight.reshape(wshape), x.shape)
-    ins = [_kview(grad_input), _kview(gb), _kview(x), _kview(wb)]
-
-    def sums(pair):
-        """Coalesced views of a compensated (sum, compensation) pair shaped wshape + (2,)."""
-        views = _coalesce(ins + [_writable_broadcast(pair[..., 0], x.shape),
-                                 _writable_broadcast(pair[..., 1], x.shape)])
-        return views[4], views[5]
-
-    gi3, g3, x3, w3 = _coalesce(ins + [_writable_broadcast(np.zeros(wshape), x.shape)])[:4]
-    result = np.empty(int(np.prod(wshape)), np.float64)
-    if gi3.ndim > 3:  # rare: more than three axes survive coalescing
-        pair = np.zeros(wshape + (2,))
-        acc3, comp3 = sums(pair)
-        for idx in np.ndindex(*gi3.shape[:-3]):
-            _kernels.prelu_bwd_nd(g3[idx], x3[idx], w3[idx], gi3[idx], acc3[idx], comp3[idx], ge)
-        _kernels.combine_partials(pair.reshape(1, -1, 2), result)
         return grad_input, result.reshape(weight.shape)
-    probe = sums(np.zeros(wshape + (2,)))[0]
-    reduced = [a for a in range(3) if probe.strides[a] == 0 and probe.shape[a] > 1]
-    kept = [a for a in range(3) if a not in reduced and probe.shape[a] > 1]
-    total = x3.size
-    axis_k = _split_axis(x3.shape, kept)
-    if total < PARALLEL_MIN or (axis_k >= 0 and x3.shape[axis_k] >= 8):
+    wflat = _flat_weight(weight)
+    (x3, gi3, g3), (off, st) = _prelu_layout(x, wshape, [grad_input, g])
+    views = [g3, x3, gi3]
+    inner = x3.shape[-3:]  # the axes the 3-D driver sees (more lead only in rare layouts)
+    reduced = [a for a in range(3) if st[a - 3] == 0 and inner[a] > 1]
+    kept = [a for a in range(3) if a not in reduced and inner[a] > 1]
+    axis_k = _split_axis(inner, kept)
+    if x3.ndim > 3 or x.size < PARALLEL_MIN or (axis_k >= 0 and inner[axis_k] >= 8):
         # no split, or a split along an axis that is not reduced: every sum stays in one
         # chunk, so the result does not depend on the number of threads
-        pair = np.zeros(wshape + (2,))
-        _run_nd(_kernels.prelu_bwd_nd, [g3, x3, w3, gi3, *sums(pair)], (ge,), reduce_axes=reduced)
-        _kernels.combine_partials(pair.reshape(1, -1, 2), result)
+        pair = np.zeros((1, 2, wsize))
+        _run_nd(_kernels.prelu_bwd_nd, views, (ge,), reduced, ((wflat, pair[0, 0], pair[0, 1]), off, st))
+        _kernels.combine_partials(pair, result)
         return grad_input, result.reshape(weight.shape)
     # split along a reduced axis into units fixed by the shape (not by the thread count),
     # each with its own partial sums, combined in unit order
-    axis_r = _split_axis(x3.shape, reduced)
-    units = max(1, min(x3.shape[axis_r], total // _UNIT, _PARTIALS_BUDGET // max(result.size, 1)))
-    bounds = _chunks(x3.shape[axis_r], units)
-    partials = np.zeros((len(bounds),) + wshape + (2,))
-    tasks = [tuple(_slice(v, axis_r, lo, hi) for v in (g3, x3, w3, gi3, *sums(partials[u]))) + (ge,)
+    axis_r = _split_axis(inner, reduced)
+    units = max(1, min(inner[axis_r], x.size // _UNIT, _PARTIALS_BUDGET // max(wsize, 1)))
+    bounds = _chunks(inner[axis_r], units)
+    partials = np.zeros((len(bounds), 2, wsize))
+    tasks = [tuple(_slice(v, axis_r, lo, hi) for v in views)
+             + (wflat, partials[u, 0], partials[u, 1], off + lo * st[axis_r], *st, ge)
              for u, (lo, hi) in enumerate(bounds)]
     _run_units(_kernels.prelu_bwd_nd, tasks)
-    _kernels.combine_partials(partials.reshape(len(bounds), -1, 2), result)
+    _kernels.combine_partials(partials, result)
     return grad_input, result.reshape(weight.shape)
 
 

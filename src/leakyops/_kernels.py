@@ -342,33 +342,37 @@ def lrelu_bwd_nd(g, t, out, s, ge):
 
 
 # ---------------------------------------------------------------------------------------------
-# prelu forward: y = x if keep(x) else w * x   (w broadcast to x, stored like x)
+# prelu forward: y = x if keep(x) else w * x
+# The weight stays compact: ``w`` is its flat array and element (i, j, k) of the 3-D
+# iteration uses w[woff + i*ws0 + j*ws1 + k*ws2] (strides in elements, zero where the weight
+# is broadcast), so no broadcast view has to be built per call.
 
 
 @_jit
-def prelu_fwd_row(x, w, out, ge):
+def prelu_fwd_row(x, w, base, ws, out, ge):
     for k in range(x.shape[0]):
         v = _load(x[k], out)
-        wv = _load(w[k], out)
+        wv = _load(w[base + k * ws], out)
         r = v if _keep(v, ge) else wv * v
         out[k] = _narrow(r, out)
 
 
 @_jit
-def prelu_fwd_nd(x, w, out, ge):
+def prelu_fwd_nd(x, out, w, woff, ws0, ws1, ws2, ge):
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
-            xr, wr, outr = x[i, j], w[i, j], out[i, j]
-            if wr.strides[0] == 0:  # one slope for the whole row: the leaky_relu loop
-                s = _load(wr[0], out)
+            xr, outr = x[i, j], out[i, j]
+            base = woff + i * ws0 + j * ws1
+            if ws2 == 0:  # one slope for the whole row: the leaky_relu loop
+                s = _load(w[base], out)
                 if _unit(xr) and _unit(outr):
                     lrelu_fwd_row(_as_c(xr), _as_c(outr), s, ge)
                 else:
                     lrelu_fwd_row(xr, outr, s, ge)
-            elif _unit(xr) and _unit(wr) and _unit(outr):
-                prelu_fwd_row(_as_c(xr), _as_c(wr), _as_c(outr), ge)
+            elif _unit(xr) and _unit(outr):
+                prelu_fwd_row(_as_c(xr), w, base, ws2, _as_c(outr), ge)
             else:
-                prelu_fwd_row(xr, wr, outr, ge)
+                prelu_fwd_row(xr, w, base, ws2, outr, ge)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -470,41 +474,46 @@ def _ol_prelu_bwd_row_reduce(g, x, gi, s, ge):
 
 
 @_jit
-def _prelu_bwd_row(g, x, w, gi, acc, comp, ge):
+def _prelu_bwd_row(g, x, gi, w, acc, comp, base, ws, ge):
     for k in range(x.shape[0]):
-        wv = _load(w[k], gi)
+        m = base + k * ws
+        wv = _load(w[m], gi)
         term = _prelu_bwd_step(g, x, gi, wv, k, ge)
-        a, c = acc[k], comp[k]
-        acc[k], comp[k] = _kahan_add(a, c, term)
+        a, c = acc[m], comp[m]
+        acc[m], comp[m] = _kahan_add(a, c, term)
 
 
 @_jit
-def prelu_bwd_nd(g, x, w, gi, acc, comp, ge):
-    """Write ``gi`` and add the weight gradient into the pair (``acc``, ``comp``)."""
+def prelu_bwd_nd(g, x, gi, w, acc, comp, woff, ws0, ws1, ws2, ge):
+    """Write ``gi`` and add the weight gradient into the pair (``acc``, ``comp``).
+
+    ``w``, ``acc`` and ``comp`` are flat arrays of the weight's size, indexed alike.
+    """
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
-            gr, xr, wr, gir = g[i, j], x[i, j], w[i, j], gi[i, j]
-            if acc.strides[2] == 0:
-                s = _load(wr[0], gir)
+            gr, xr, gir = g[i, j], x[i, j], gi[i, j]
+            base = woff + i * ws0 + j * ws1
+            if ws2 == 0:
+                s = _load(w[base], gir)
                 if _unit(gr) and _unit(xr) and _unit(gir):
                     total, c = _prelu_bwd_row_reduce(_as_c(gr), _as_c(xr), _as_c(gir), s, ge)
                 else:
                     total, c = _prelu_bwd_row_reduce(gr, xr, gir, s, ge)
-                a0, c0 = acc[i, j, 0], comp[i, j, 0]
+                a0, c0 = acc[base], comp[base]
                 a, b = _kahan_add(a0, c0, total)
-                acc[i, j, 0] = a
-                comp[i, j, 0] = b + c
+                acc[base] = a
+                comp[base] = b + c
             else:
-                _prelu_bwd_row(gr, xr, wr, gir, acc[i, j], comp[i, j], ge)
+                _prelu_bwd_row(gr, xr, gir, w, acc, comp, base, ws2, ge)
 
 
 @_jit
 def combine_partials(partials, out):
-    """``out[j] = sum_i (partials[i, j, 0] - partials[i, j, 1])``, compensated, i = 0, 1, …"""
+    """``out[j] = sum_i (partials[i, 0, j] - partials[i, 1, j])``, compensated, i = 0, 1, …"""
     for j in range(out.shape[0]):
         total, comp = 0.0, 0.0
         for i in range(partials.shape[0]):
-            hi, lo = partials[i, j, 0], -partials[i, j, 1]
+            hi, lo = partials[i, 0, j], -partials[i, 1, j]
             total, comp = _kahan_add(total, comp, hi)
             total, comp = _kahan_add(total, comp, lo)
         out[j] = total - comp
