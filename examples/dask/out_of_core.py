@@ -255,7 +255,7 @@ def main(argv=None):
         print(f"{name:16} {moved / MIB:>8.0f} MiB {t:>7.1f}s {gbs(moved, t):>13.2f} {core:>10.2f} "
               f"{gbs(moved, t) / core:>6.2f}")
         report[name] = {"bytes_moved": moved, "seconds": t, "cluster_gb_s": gbs(moved, t),
-                        "core_in_memory_gb_s": core, "what": what}
+                        "core_in_memory_gb_s": None if np.isnan(core) else core, "what": what}
     print(f"(core: one in-memory array of {mem_bytes / MIB:.0f} MiB, {threads} thread(s); "
           f"cluster: zarr on disk, {args.workers} x {args.threads_per_worker} thread(s), "
           f"1 kernel thread per task)")

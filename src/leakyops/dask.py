@@ -41,6 +41,7 @@ Example::
 from __future__ import annotations
 
 import math
+import operator
 import os
 
 import dask
@@ -326,9 +327,9 @@ def _prelu_plan(fname, grad_output, x, weight, axis):
     if w_size != 1:
         if len(w_shape) == 1:
             try:
-                a = int(axis) if not isinstance(axis, bool) and hasattr(axis, "__index__") else None
-            except Exception:
-                a = None
+                a = operator.index(axis)
+            except TypeError:
+                a = None  # the core's probe reports it
             if a is not None and ndim > 0 and -ndim <= a < ndim:
                 along = {a % ndim}
         else:
