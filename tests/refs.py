@@ -44,9 +44,9 @@ def ref_leaky_relu(x, s, ge=False):
     x = np.asarray(x)
     c = compute_dtype(x.dtype)
     xc = x.astype(c)
-    sc = c.type(s)
     keep = xc >= 0 if ge else xc > 0
     with np.errstate(all="ignore"):
+        sc = c.type(s)
         return np.where(keep, xc, xc * sc).astype(x.dtype)
 
 
@@ -66,7 +66,7 @@ def ref_leaky_relu_backward(g, x, s, ge=False):
     gc, xc = g.astype(c), x.astype(c)
     keep = xc >= 0 if ge else xc > 0
     with np.errstate(all="ignore"):
-        return np.where(keep, gc, gc * c.type(s)).astype(r)
+        return np.where(keep, gc, gc * c.type(float(s))).astype(r)
 
 
 def ref_prelu(x, wb, ge=False):

@@ -102,7 +102,10 @@ def _slope(value, kind: str, slope_dtype, fname: str, arg: str = "negative_slope
             slope_dtype = SUPPORTED_DTYPES[_KINDS.index(kind)]
         with np.errstate(over="ignore"):  # beyond the type's range: ±inf, like any rounding
             v = float(np.asarray(v, dtype=np.float64).astype(slope_dtype))
-    return np.float64(v) if kind == "f64" else np.float32(v)
+    if kind == "f64":
+        return np.float64(v)
+    with np.errstate(over="ignore"):  # beyond float32's range: ±inf, like any rounding
+        return np.float32(v)
 
 
 _slope_cache: dict = {}
