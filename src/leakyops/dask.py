@@ -299,6 +299,7 @@ def leaky_relu_backward(grad_output, x, negative_slope, self_is_result=False):
 def _prelu_plan(fname, grad_output, x, weight, axis):
     """Check everything known before compute; return ``(x, w, w_ind, kept, axis, w_shape)``.
 
+    ``grad_output`` is a dask array (``prelu_backward``) or ``None`` (``prelu``).
     ``weight`` comes back as a dask array to be indexed with ``w_ind`` (its blocks line up
     with ``x``'s), or as a NumPy one-element array passed whole to every block
     (``w_ind is None``). ``kept`` is the set of ``x``'s axes the weight varies along (those
@@ -349,9 +350,9 @@ def _prelu_plan(fname, grad_output, x, weight, axis):
         for d in range(ndim)
     )
     x_probe = np.broadcast_to(np.zeros((), x.dtype), pshape)
-    g_probe = None if grad_output is None else np.zeros((), _as_dask(grad_output).dtype)
+    g_probe = None if grad_output is None else np.zeros((), grad_output.dtype)
     try:
-        if g_probe is None:
+        if grad_output is None:
             _core.prelu_impl(x_probe, w_probe, axis, fname=fname)
         else:
             _core.prelu_backward_parts(g_probe, x_probe, w_probe, axis, fname=fname)
@@ -450,8 +451,8 @@ def prelu_backward(grad_output, x, weight, *, axis=1):
     ([[0.5, 0.25], [0.5, 0.25], [0.5, 1.0], [1.0, 1.0]], [-6.0, -4.0])
     """
     fname = "prelu_backward"
-    x, w, w_ind, kept, axis, w_shape = _prelu_plan(fname, grad_output, x, weight, axis)
     g = _as_dask(grad_output)
+    x, w, w_ind, kept, axis, w_shape = _prelu_plan(fname, g, x, weight, axis)
     if _known(g.shape) and _known(x.shape):
         try:
             ok = np.broadcast_shapes(g.shape, x.shape) == x.shape
