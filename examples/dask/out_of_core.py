@@ -76,7 +76,7 @@ def block_regions(chunks):
     per_axis = []
     for c in chunks:
         edges = np.cumsum((0,) + tuple(c))
-        per_axis.append([slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])])
+        per_axis.append([slice(int(a), int(b)) for a, b in itertools.pairwise(edges)])
     return list(itertools.product(*per_axis))
 
 
@@ -240,7 +240,9 @@ def main(argv=None):
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    gbs = lambda b, t: b / t / 1e9  # noqa: E731
+    def gbs(moved, seconds):
+        return moved / seconds / 1e9
+
     rows = [
         ("copy (no kernel)", "read x, write y", 2 * nbytes, t_copy, float("nan")),
         ("leaky_relu", "read x, write y", 2 * nbytes, t_fwd, gbs(2 * mem_bytes, best["leaky_relu"])),

@@ -316,8 +316,8 @@ def _prelu_plan(fname, grad_output, x, weight, axis):
         if not isinstance(weight, (str, bytes, type(None))):
             try:
                 w_probe = np.asarray(weight)
-            except Exception:  # the core reports what it cannot take
-                pass
+            except (TypeError, ValueError):  # the core reports what it cannot take
+                w_probe = weight
         w_shape = w_probe.shape if isinstance(w_probe, np.ndarray) else ()
     w_size = math.prod(w_shape)
     ndim = x.ndim
@@ -411,7 +411,7 @@ def prelu(x, weight, *, axis=1):
            [ 2.  , -1.  ,  4.  ]])
     """
     fname = "prelu"
-    x, w, w_ind, kept, axis, _ = _prelu_plan(fname, None, x, weight, axis)
+    x, w, w_ind, _kept, axis, _ = _prelu_plan(fname, None, x, weight, axis)
     ind = tuple(range(x.ndim))
     return da.blockwise(
         _prelu_block,
