@@ -22,7 +22,7 @@ Rules shared by every function:
 from __future__ import annotations
 
 from . import _core
-from ._threads import get_num_threads, set_num_threads
+from ._threads import get_num_threads, set_num_threads, thread_limit
 
 __version__ = "0.1.0"
 
@@ -34,6 +34,7 @@ __all__ = [
     "prelu_backward",
     "get_num_threads",
     "set_num_threads",
+    "thread_limit",
     "SUPPORTED_DTYPES",
     "__version__",
 ]

@@ -25,6 +25,7 @@ __all__ = [
     "prelu_impl",
     "prelu_backward_impl",
     "prelu_backward_parts",
+    "sum_grad_weight_parts",
     "round_grad_weight",
 ]
 
@@ -365,13 +366,23 @@ def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtyp
         return _finish(out, x.shape, x.dtype, (x,), lambda dest: None, fname)
 
     def compute(dest):
-        if x.flags.c_contiguous and dest.flags.c_contiguous:
-            _run_rows(_kernels.lrelu_fwd_row, [_kview(x).reshape(-1), _kview(dest).reshape(-1)], (s, ge))
-        else:
-            views = _coalesce([_kview(dest), _kview(x)])
-            _run_nd(_kernels.lrelu_fwd_nd, [views[1], views[0]], (s, ge))
+        _lrelu_fwd(x, dest, s, ge)
 
     return _finish(out, x.shape, x.dtype, (x,), compute, fname)
+
+
+def _lrelu_fwd(x: np.ndarray, dest: np.ndarray, s, ge: bool) -> None:
+    """The forward kernel call for ``dest`` (``x`` itself, or memory that does not overlap)."""
+    if dest is x or _same_view(dest, x):
+        if x.flags.c_contiguous:
+            _run_rows(_kernels.lrelu_fwd_row_inplace, [_kview(x).reshape(-1)], (s, ge))
+        else:
+            _run_nd(_kernels.lrelu_fwd_nd_inplace, _coalesce([_kview(x)]), (s, ge))
+    elif x.flags.c_contiguous and dest.flags.c_contiguous:
+        _run_rows(_kernels.lrelu_fwd_row, [_kview(x).reshape(-1), _kview(dest).reshape(-1)], (s, ge))
+    else:
+        views = _coalesce([_kview(dest), _kview(x)])
+        _run_nd(_kernels.lrelu_fwd_nd, [views[1], views[0]], (s, ge))
 
 
 def leaky_relu_inplace_impl(x, negative_slope=0.01, *, compare=">", slope_dtype=None,
@@ -513,11 +524,7 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
         s = _kernels_slope(weight, kind)
 
         def compute(dest):
-            if x.flags.c_contiguous and dest.flags.c_contiguous:
-                _run_rows(_kernels.lrelu_fwd_row, [_kview(x).reshape(-1), _kview(dest).reshape(-1)], (s, ge))
-            else:
-                views = _coalesce([_kview(dest), _kview(x)])
-                _run_nd(_kernels.lrelu_fwd_nd, [views[1], views[0]], (s, ge))
+            _lrelu_fwd(x, dest, s, ge)
     else:
         wflat = _flat_weight(weight)
 
@@ -597,6 +604,15 @@ def _run_units(fn, tasks):
             fn(*t)
 
     _threads.run(run_group, [(grp,) for grp in groups])
+
+
+def sum_grad_weight_parts(parts, axis=None, keepdims=False) -> np.ndarray:
+    """Add unrounded float64 ``grad_weight`` partial sums (from :func:`prelu_backward_parts`).
+
+    The reduction step of block-wise backwards (Dask): NumPy's float64 sum, whose order is
+    fixed by the array's layout, so results are reproducible for a fixed blocking.
+    """
+    return np.sum(parts, axis=axis, keepdims=keepdims, dtype=np.float64)
 
 
 def round_grad_weight(acc, dtype) -> np.ndarray:

@@ -15,13 +15,14 @@ pool threads.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ._config import DEFAULT_THREADS
 
-__all__ = ["get_num_threads", "set_num_threads", "run"]
+__all__ = ["get_num_threads", "set_num_threads", "thread_limit", "run"]
 
 _state = threading.local()
 _lock = threading.Lock()
@@ -48,6 +49,29 @@ def set_num_threads(n: int, *, this_thread_only: bool = False) -> None:
         _state.num_threads = n
     else:
         _num_threads = n
+
+
+@contextlib.contextmanager
+def thread_limit(n: int):
+    """Within the ``with`` block, kernels called from this thread use ``n`` threads.
+
+    The thread's previous setting (or the absence of one) is restored on exit, so nested
+    and concurrent uses are independent (Dask tasks use one kernel thread each this way).
+
+    >>> import leakyops
+    >>> with leakyops.thread_limit(1):
+    ...     leakyops.get_num_threads()
+    1
+    """
+    prev = getattr(_state, "num_threads", None)
+    set_num_threads(n, this_thread_only=True)
+    try:
+        yield
+    finally:
+        if prev is None:
+            del _state.num_threads
+        else:
+            _state.num_threads = prev
 
 
 def _get_pool(workers: int) -> ThreadPoolExecutor:

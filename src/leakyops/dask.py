@@ -72,32 +72,18 @@ SPLIT_EVERY = 8
 _TASK_THREADS_ENV = "LEAKYOPS_DASK_TASK_THREADS"
 
 
-class _task_threads:
+def _task_threads():
     """Run the kernels of this task on one thread (this thread only), then restore.
 
-    Uses ``leakyops.set_num_threads(n, this_thread_only=True)``; the previous per-thread
-    setting is put back afterwards, so a task run on the user's own thread (the synchronous
-    scheduler) leaves that thread as it found it.
+    :func:`leakyops.thread_limit` puts the thread's previous setting back afterwards, so a
+    task run on the user's own thread (the synchronous scheduler) leaves that thread as it
+    found it.
     """
-
-    __slots__ = ("prev",)
-
-    def __enter__(self):
-        # the per-thread setting has no public getter that tells "unset" from "set": read it
-        # from the thread-local state of leakyops._threads (see set_num_threads)
-        self.prev = getattr(_threads._state, "num_threads", None)
-        try:
-            n = max(1, int(os.environ.get(_TASK_THREADS_ENV, "1")))
-        except ValueError:
-            n = 1
-        _threads.set_num_threads(n, this_thread_only=True)
-
-    def __exit__(self, *exc):
-        if self.prev is None:
-            del _threads._state.num_threads
-        else:
-            _threads._state.num_threads = self.prev
-        return False
+    try:
+        n = max(1, int(os.environ.get(_TASK_THREADS_ENV, "1")))
+    except ValueError:
+        n = 1
+    return _threads.thread_limit(n)
 
 
 def _leaky_relu_block(x, negative_slope):
@@ -142,7 +128,7 @@ def _sum_partials(a, axis=None, keepdims=False, **kwargs):
     Adds float64 partials that the core produced; the order is fixed by the block layout,
     so the result is reproducible for a fixed chunking.
     """
-    return np.sum(a, axis=axis, keepdims=keepdims, dtype=np.float64)
+    return _core.sum_grad_weight_parts(a, axis=axis, keepdims=keepdims)
 
 
 def _round_block(acc, dtype):

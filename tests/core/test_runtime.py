@@ -109,6 +109,21 @@ def test_set_num_threads_validation_and_thread_local_setting():
     assert seen == [1] and leakyops.get_num_threads() == before
 
 
+def test_thread_limit_nests_and_restores():
+    before = leakyops.get_num_threads()
+    with leakyops.thread_limit(1):
+        assert leakyops.get_num_threads() == 1
+        with leakyops.thread_limit(3):
+            assert leakyops.get_num_threads() == 3
+            _check_all_ops(12, BIG)  # 3 threads on a 2-core machine still gives right results
+        assert leakyops.get_num_threads() == 1
+    assert leakyops.get_num_threads() == before
+    with pytest.raises(ValueError):
+        with leakyops.thread_limit(0):
+            pass
+    assert leakyops.get_num_threads() == before
+
+
 def test_results_do_not_depend_on_the_thread_count():
     rng = np.random.default_rng(7)
     cases = [((16, 8, 40, 40), 8, 1),        # split along channels (not reduced)
