@@ -194,8 +194,12 @@ def leaky_relu(x, negative_slope=0.01):
     >>> y.chunks, y.compute().tolist()
     (((2, 2, 1),), [-0.2, -0.1, 0.0, 1.0, 2.0])
     """
+    return _leaky_relu(x, negative_slope, "leaky_relu")
+
+
+def _leaky_relu(x, negative_slope, fname):
     x = _as_dask(x)
-    _core.leaky_relu_impl(_probe(x.dtype), negative_slope, fname="leaky_relu")
+    _core.leaky_relu_impl(_probe(x.dtype), negative_slope, fname=fname)
     return da.map_blocks(
         _leaky_relu_block,
         x,
@@ -221,16 +225,7 @@ def leaky_relu_(x, negative_slope=0.01):
     >>> y is x, y.compute().tolist(), x.compute().tolist()
     (False, [-0.5, 2.0], [-1.0, 2.0])
     """
-    x = _as_dask(x)
-    _core.leaky_relu_impl(_probe(x.dtype), negative_slope, fname="leaky_relu_")
-    return da.map_blocks(
-        _leaky_relu_block,
-        x,
-        negative_slope,
-        dtype=x.dtype,
-        meta=_meta(x.ndim, x.dtype),
-        name="leaky_relu-" + dask.base.tokenize(x, negative_slope),
-    )
+    return _leaky_relu(x, negative_slope, "leaky_relu_")
 
 
 def leaky_relu_backward(grad_output, x, negative_slope, self_is_result=False):
