@@ -28,10 +28,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from refs import BF16, assert_same, special_values
 
 import leakyops
 from leakyops import _core
-from refs import BF16, assert_same, special_values
 
 TALLY: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
 FLOATS = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
@@ -46,6 +46,16 @@ def _report():
     yield
     for name, c in sorted(TALLY.items()):
         print(f"\n{name}: {sum(c.values())} hostile cases: {dict(c)}", file=sys.__stdout__)
+
+
+@pytest.fixture(autouse=True)
+def _aclnn_defaults():
+    """aclnn tests switch the SoC profile; every test starts and ends on the default one."""
+    from leakyops import aclnn as _aclnn
+    _aclnn.set_soc_version("Ascend910B")
+    yield
+    _aclnn.set_soc_version("Ascend910B")
+    _aclnn.aclGetRecentErrMsg()
 
 
 @pytest.fixture(autouse=True)
@@ -144,7 +154,7 @@ def core_ref(fn, *args, **kw):
 
 # ================================================================== PyTorch
 torch = pytest.importorskip("torch")
-import leakyops.torch as lt  # noqa: E402  (after the importorskip)
+import leakyops.torch as lt
 
 TORCH_DT = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int64,
             torch.bool, torch.complex64, torch.uint8]
@@ -224,11 +234,11 @@ def test_torch_front_end_hostile(data):
     if op in ("leaky_relu", "leaky_relu_", "LeakyReLU"):
         inplace = op == "leaky_relu_" or (op == "LeakyReLU" and data.draw(st.booleans()))
         if op == "LeakyReLU":
-            call = lambda: lt.LeakyReLU(s, inplace=inplace)(x)  # noqa: E731
+            call = lambda: lt.LeakyReLU(s, inplace=inplace)(x)
         elif op == "leaky_relu":
-            call = lambda: lt.leaky_relu(x, s)  # noqa: E731
+            call = lambda: lt.leaky_relu(x, s)
         else:
-            call = lambda: lt.leaky_relu_(x, s)  # noqa: E731
+            call = lambda: lt.leaky_relu_(x, s)
         _torch_case(op, call, [x] if inplace else [],
                     lambda: core_ref(leakyops.leaky_relu, npx, fs) if npx is not None and fs is not None
                     else (None, TypeError("no reference")), known)
@@ -281,7 +291,7 @@ def test_torch_string_slope_is_a_type_error(fn):
 
 
 # ================================================================== aclnn (status codes)
-from leakyops import aclnn  # noqa: E402
+from leakyops import aclnn
 
 ACL_STATUSES = {aclnn.ACLNN_SUCCESS, aclnn.ACLNN_ERR_PARAM_NULLPTR, aclnn.ACLNN_ERR_PARAM_INVALID,
                 aclnn.ACLNN_ERR_RUNTIME_ERROR, aclnn.ACLNN_ERR_INNER, aclnn.ACLNN_ERR_INNER_CREATE_EXECUTOR,
@@ -315,7 +325,7 @@ def test_aclnn_front_end_hostile(data):
     aclnn.set_soc_version(data.draw(st.sampled_from(["Ascend910B", "Ascend910"])))
     shape = tuple(data.draw(st.lists(st.integers(0, 4), max_size=4)))
     fdt = data.draw(st.sampled_from(FLOATS))
-    arr = lambda shp=shape: good_or(data, data.draw(np_arrays([fdt], shp)),  # noqa: E731
+    arr = lambda shp=shape: good_or(data, data.draw(np_arrays([fdt], shp)),
                                     np_arrays(None, None), 6)
     x = arr()
     overlap = data.draw(st.integers(0, 5)) == 0 and isinstance(x, np.ndarray) and x.flags.writeable
@@ -415,7 +425,7 @@ def test_aclnn_front_end_hostile(data):
 def test_aclnn_object_constructors_and_runtime_never_raise(data):
     """aclCreateTensor/aclCreateScalar/aclrt* with hostile arguments return None or a status."""
     fn = data.draw(st.sampled_from(["tensor", "scalar", "malloc", "memcpy", "stream", "destroy"]))
-    arg = lambda good: good_or(data, good, JUNK, 2)  # noqa: E731
+    arg = lambda good: good_or(data, good, JUNK, 2)
     if fn == "tensor":
         ptr, _ = aclnn.aclrtMalloc(64)
         r = aclnn.aclCreateTensor(arg([2, 3]), arg(aclnn.ACL_FLOAT), arg([3, 1]), arg(0), arg(aclnn.ACL_FORMAT_ND),
@@ -426,7 +436,7 @@ def test_aclnn_object_constructors_and_runtime_never_raise(data):
         r = aclnn.aclCreateScalar(value, data.draw(st.sampled_from(ACL_SCALAR_TYPES)))
         assert r is None or isinstance(r, aclnn.aclScalar)
     elif fn == "malloc":
-        p, r = aclnn.aclrtMalloc(arg(64), arg(aclnn.ACL_MEM_MALLOC_HUGE_FIRST))
+        _, r = aclnn.aclrtMalloc(arg(64), arg(aclnn.ACL_MEM_MALLOC_HUGE_FIRST))
         assert isinstance(r, int)
     elif fn == "memcpy":
         ptr, _ = aclnn.aclrtMalloc(64)
@@ -452,7 +462,7 @@ def test_aclnn_create_scalar_of_a_ragged_list_returns_none():
 
 
 # ================================================================== Ascend C
-from leakyops import ascendc as ac  # noqa: E402
+from leakyops import ascendc as ac
 
 ASCENDC_ERRORS = (ac.AscendCError,)  # AscendCTypeError is a TypeError, ConstraintError a ValueError
 UINT64_MAX = (1 << 64) - 1
@@ -530,7 +540,7 @@ def test_ascendc_leaky_relu_hostile(data):
 
 
 # ================================================================== oneDNN Graph
-from leakyops import onednn as dg  # noqa: E402
+from leakyops import onednn as dg
 
 ONEDNN_ERRORS = (dg.Error,)
 DG_TYPES = {np.dtype(np.float32): dg.DataType.f32, BF16: dg.DataType.bf16, np.dtype(np.float16): dg.DataType.f16}
@@ -722,7 +732,7 @@ def test_onednn_logical_tensor_with_an_object_shape_is_invalid_arguments():
 
 # ================================================================== Dask
 da = pytest.importorskip("dask.array")
-import leakyops.dask as lod  # noqa: E402
+import leakyops.dask as lod
 
 DASK = settings(HOSTILE, max_examples=100)
 
@@ -742,7 +752,7 @@ def test_dask_front_end_hostile(data):
                                     "prelu_backward"]))
     shape = tuple(data.draw(st.lists(st.integers(0, 4), max_size=4)))
     fdt = data.draw(st.sampled_from(FLOATS))
-    arr = lambda shp=shape: good_or(data, data.draw(np_arrays([fdt], shp)),  # noqa: E731
+    arr = lambda shp=shape: good_or(data, data.draw(np_arrays([fdt], shp)),
                                     st.one_of(JUNK, np_arrays(None, None)), 4)
     x = arr()
     s = good_or(data, data.draw(st.floats(-3, 3)), SCALARS, 4)

@@ -14,10 +14,10 @@ import time
 
 import numpy as np
 import pytest
+from refs import BF16, assert_same, random_values
 
 import leakyops
 from leakyops import _config, _core
-from refs import BF16, assert_same, random_values
 
 N_THREADS = 8
 SECONDS = float(os.environ.get("LEAKYOPS_HAMMER_SECONDS", "2.0"))
@@ -96,6 +96,8 @@ def test_core_all_operators_8_threads():
 # --------------------------------------------------------------------------- aclnn
 def test_aclnn_all_operators_8_threads_one_stream_each():
     from leakyops import aclnn
+
+    aclnn.set_soc_version("Ascend910B")  # the default profile (BF16 included)
 
     def setup(k):
         st, ret = aclnn.aclrtCreateStream()
@@ -305,8 +307,9 @@ def test_onednn_compiled_partitions_executed_from_8_threads():
 # --------------------------------------------------------------------------- PyTorch
 def test_torch_all_operators_8_threads():
     torch = pytest.importorskip("torch")
-    import leakyops.torch as lt
     from refs import to_torch
+
+    import leakyops.torch as lt
 
     def np_of(t):
         t = t.detach()
@@ -378,7 +381,13 @@ def test_dask_all_operators_8_threads_threaded_scheduler():
         assert_same(p, leakyops.prelu(x, w))
         egi, egw = leakyops.prelu_backward(g, x, w)
         assert_same(gi, egi)
-        assert_same(gw, egw)
-        return 5
+        # grad_weight: dask adds float64 block partials, the core sums its own way; equal to
+        # rounding, and bit-for-bit reproducible for one chunking whatever the threads do
+        assert gw.dtype == egw.dtype and gw.shape == egw.shape
+        np.testing.assert_allclose(gw.astype(np.float64), egw.astype(np.float64),
+                                   rtol=1e-2 if gw.dtype.itemsize == 2 else 1e-6)
+        (gw2,) = dask.compute(lod.prelu_backward(dg_, dx, w)[1], scheduler="threads")
+        assert_same(gw2, gw)
+        return 6
 
     hammer("dask", lambda k: None, step)
