@@ -612,7 +612,8 @@ def sum_grad_weight_parts(parts, axis=None, keepdims=False) -> np.ndarray:
     The reduction step of block-wise backwards (Dask): NumPy's float64 sum, whose order is
     fixed by the array's layout, so results are reproducible for a fixed blocking.
     """
-    return np.sum(parts, axis=axis, keepdims=keepdims, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf + -inf is NaN, as in the kernels
+        return np.sum(parts, axis=axis, keepdims=keepdims, dtype=np.float64)
 
 
 def round_grad_weight(acc, dtype) -> np.ndarray:

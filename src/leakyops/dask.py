@@ -140,8 +140,12 @@ def _round_block(acc, dtype):
 # --------------------------------------------------------------------------------------
 
 
-def _as_dask(a):
-    return a if isinstance(a, da.Array) else da.asarray(a)
+def _as_dask(a, fname="leakyops.dask", arg="input"):
+    """A dask array; other inputs are checked by the core's rules first (dtype, array-like),
+    so that e.g. object arrays are a TypeError, not an error of dask's rechunking."""
+    if isinstance(a, da.Array):
+        return a
+    return da.asarray(_core._array(a, fname, arg))
 
 
 def _probe(dtype, shape=(1,)):
@@ -198,7 +202,7 @@ def leaky_relu(x, negative_slope=0.01):
 
 
 def _leaky_relu(x, negative_slope, fname):
-    x = _as_dask(x)
+    x = _as_dask(x, fname, "x")
     _core.leaky_relu_impl(_probe(x.dtype), negative_slope, fname=fname)
     return da.map_blocks(
         _leaky_relu_block,
@@ -246,7 +250,8 @@ def leaky_relu_backward(grad_output, x, negative_slope, self_is_result=False):
     [[0.25, 0.25, 1.0], [0.25, 0.25, 1.0]]
     """
     fname = "leaky_relu_backward"
-    grad_output, x = _as_dask(grad_output), _as_dask(x)
+    grad_output = _as_dask(grad_output, "leaky_relu_backward", "grad_output")
+    x = _as_dask(x, "leaky_relu_backward", "x")
     _core.leaky_relu_backward_impl(
         _probe(grad_output.dtype), _probe(x.dtype), negative_slope, self_is_result, fname=fname
     )
@@ -286,7 +291,7 @@ def _prelu_plan(fname, grad_output, x, weight, axis):
     (``w_ind is None``). ``kept`` is the set of ``x``'s axes the weight varies along (those
     ``grad_weight`` is not summed over).
     """
-    x = _as_dask(x)
+    x = _as_dask(x, fname, "x")
     w_is_dask = isinstance(weight, da.Array)
     if w_is_dask:
         w_shape = weight.shape
@@ -432,7 +437,7 @@ def prelu_backward(grad_output, x, weight, *, axis=1):
     ([[0.5, 0.25], [0.5, 0.25], [0.5, 1.0], [1.0, 1.0]], [-6.0, -4.0])
     """
     fname = "prelu_backward"
-    g = _as_dask(grad_output)
+    g = _as_dask(grad_output, "prelu_backward", "grad_output")
     x, w, w_ind, kept, axis, w_shape = _prelu_plan(fname, g, x, weight, axis)
     if _known(g.shape) and _known(x.shape):
         try:

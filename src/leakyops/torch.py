@@ -206,6 +206,15 @@ def _from_numpy(a: np.ndarray) -> Tensor:
 
 _FN = "leakyops.torch."
 
+
+def _slope(fname: str, value) -> float:
+    """A slope as a Python float, with the core's rules (a string is a TypeError, not parsed)."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise ValueError(f"{fname}: negative_slope must be a number, got a tensor of shape {tuple(value.shape)}")
+        value = value.item()
+    return _core._slope_value(value, fname, "negative_slope")
+
 # _EMPTY_NOTE: an empty result needs no kernel call: it returns right after
 # the front-end's own checks (this also spares the core NumPy's all-zero
 # strides of empty arrays).
@@ -462,7 +471,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     _check_type(_FN + "leaky_relu", "input", input)
     if inplace:
         return leaky_relu_(input, negative_slope)
-    return _leaky_relu_op(input, float(negative_slope))
+    return _leaky_relu_op(input, _slope(_FN + "leaky_relu", negative_slope))
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -478,7 +487,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     (True, tensor([-2.,  4.]))
     """
     _check_type(_FN + "leaky_relu_", "input", input)
-    negative_slope = float(negative_slope)
+    negative_slope = _slope(_FN + "leaky_relu_", negative_slope)
     if input.requires_grad and torch.is_grad_enabled():
         if torch.compiler.is_compiling():
             # Traced, the graph is functionalised anyway (an in-place op becomes
@@ -506,7 +515,7 @@ def leaky_relu_backward(
     _check_type(_FN + "leaky_relu_backward", "grad_output", grad_output)
     _check_type(_FN + "leaky_relu_backward", "input", input)
     return _leaky_relu_backward_op(
-        grad_output, input, float(negative_slope), bool(self_is_result)
+        grad_output, input, _slope(_FN + "leaky_relu_backward", negative_slope), bool(self_is_result)
     )
 
 

@@ -192,7 +192,7 @@ def _np_of(t):
 TORCH_ERRORS = (TypeError, ValueError, RuntimeError, NotImplementedError, OverflowError)
 
 
-def _torch_case(name, call, inplace, ref, known=None):
+def _torch_case(name, call, inplace, ref):
     """Run ``call``; on an error check it is documented and ``inplace`` is unchanged; on
     success compare with ``ref()`` (the core on the same data)."""
     cpu = [t for t in inplace if isinstance(t, torch.Tensor) and t.device.type == "cpu"]
@@ -202,9 +202,6 @@ def _torch_case(name, call, inplace, ref, known=None):
     except TORCH_ERRORS as exc:
         TALLY["torch"][f"{name}: {type(exc).__name__}"] += 1
         assert [_np_of(t).tobytes() for t in cpu] == before, f"{name}: partly written before {exc!r}"
-        return
-    if known:  # accepted although it should not be: the bug pinned by a strict xfail below
-        TALLY["torch"][f"{name}: KNOWN BUG {known}"] += 1
         return
     expected, err = ref()
     assert err is None, f"{name}: leakyops.torch accepted what the core rejects: {err!r}"
@@ -225,11 +222,10 @@ def test_torch_front_end_hostile(data):
     x = good_or(data, data.draw(tensors(shape, fdt)), st.one_of(JUNK, tensors()))
     s = good_or(data, data.draw(st.floats(-3, 3)), SCALARS)
     fs = None
-    try:
-        fs = None if isinstance(s, str) else float(s)
+    try:  # the reference slope: the core's rule (strings and arrays of 2+ elements fail)
+        fs = leakyops._core._slope_value(s, "ref", "negative_slope")
     except (TypeError, ValueError, OverflowError):
         pass
-    known = "string slope accepted" if isinstance(s, str) else None
     npx = _np_of(x) if isinstance(x, torch.Tensor) and x.device.type == "cpu" else None
     if op in ("leaky_relu", "leaky_relu_", "LeakyReLU"):
         inplace = op == "leaky_relu_" or (op == "LeakyReLU" and data.draw(st.booleans()))
@@ -241,14 +237,14 @@ def test_torch_front_end_hostile(data):
             call = lambda: lt.leaky_relu_(x, s)
         _torch_case(op, call, [x] if inplace else [],
                     lambda: core_ref(leakyops.leaky_relu, npx, fs) if npx is not None and fs is not None
-                    else (None, TypeError("no reference")), known)
+                    else (None, TypeError("no reference")))
     elif op == "leaky_relu_backward":
         g = good_or(data, data.draw(tensors(shape, fdt)), st.one_of(JUNK, tensors()))
         res = data.draw(st.booleans())
         npg = _np_of(g) if isinstance(g, torch.Tensor) and g.device.type == "cpu" else None
         _torch_case(op, lambda: lt.leaky_relu_backward(g, x, s, res), [],
                     lambda: core_ref(leakyops.leaky_relu_backward, npg, npx, fs, res)
-                    if npx is not None and npg is not None and fs is not None else (None, TypeError("no ref")), known)
+                    if npx is not None and npg is not None and fs is not None else (None, TypeError("no ref")))
     else:
         c = shape[1] if len(shape) >= 2 else 1
         w = good_or(data, data.draw(tensors((data.draw(st.sampled_from([c, 1])),), fdt)),
@@ -279,8 +275,6 @@ def test_torch_front_end_hostile(data):
             _torch_case(op, lambda: lt.prelu_backward(g, x, w), [], ref)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: leakyops.torch converts the slope with float(), so a string "
-                                       "such as '0.5' or 'nan' is accepted; PyTorch and the core raise TypeError")
 @pytest.mark.parametrize("fn", ["leaky_relu", "leaky_relu_", "leaky_relu_backward"])
 def test_torch_string_slope_is_a_type_error(fn):
     x = torch.tensor([-1.0, 2.0])
@@ -432,7 +426,7 @@ def test_aclnn_object_constructors_and_runtime_never_raise(data):
                                   arg([6]), arg(ptr))
         assert r is None or isinstance(r, aclnn.aclTensor)
     elif fn == "scalar":
-        value = data.draw(st.one_of(SCALARS, JUNK).filter(lambda v: repr(v) != repr(_ragged())))  # xfail below
+        value = data.draw(st.one_of(SCALARS, JUNK))
         r = aclnn.aclCreateScalar(value, data.draw(st.sampled_from(ACL_SCALAR_TYPES)))
         assert r is None or isinstance(r, aclnn.aclScalar)
     elif fn == "malloc":
@@ -453,9 +447,6 @@ def test_aclnn_object_constructors_and_runtime_never_raise(data):
     TALLY["aclnn-objects"][f"{fn}: {'None' if r is None else type(r).__name__}"] += 1
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="bug: aclCreateScalar raises NumPy's ValueError for a ragged list instead of "
-                          "returning None (it returns None for every other non-real value)")
 def test_aclnn_create_scalar_of_a_ragged_list_returns_none():
     assert aclnn.aclCreateScalar([[1.0], [1.0, 2.0]], aclnn.ACL_FLOAT) is None
     assert "aclCreateScalar" in aclnn.aclGetRecentErrMsg()
@@ -546,17 +537,8 @@ ONEDNN_ERRORS = (dg.Error,)
 DG_TYPES = {np.dtype(np.float32): dg.DataType.f32, BF16: dg.DataType.bf16, np.dtype(np.float16): dg.DataType.f16}
 
 
-class _KnownBug(Exception):
-    pass
-
-
 def _lt(tid, dt, shape):
-    try:
-        return dg.LogicalTensor(tid, dt, shape)
-    except TypeError as exc:  # the known bug pinned by a strict xfail below
-        if isinstance(exc, dg.Error) or "not iterable" not in str(exc):
-            raise
-        raise _KnownBug from exc
+    return dg.LogicalTensor(tid, dt, shape)
 
 
 @HOSTILE
@@ -597,13 +579,7 @@ def test_onednn_graph_build_compile_execute_hostile(data):
             op.set_attr(dg.OpAttr.data_format, fmt)
             ins, outs = [src, slope, ddst], [dst, dslope]
         g = dg.Graph(dg.EngineKind.cpu)
-        try:
-            g.add_op(op)
-        except (OverflowError, RuntimeWarning) as exc:  # the known bugs pinned by strict xfails below
-            assert op_kind == "LeakyReLU" and isinstance(alpha, (int, float, np.floating))
-            assert abs(alpha) > float(np.finfo(np.float32).max)
-            TALLY["onednn"][f"{op_kind} build: KNOWN BUG {type(exc).__name__}"] += 1
-            return
+        g.add_op(op)
         g.finalize()
         stage = "compile"
         (part,) = g.get_partitions()
@@ -632,23 +608,17 @@ def test_onednn_graph_build_compile_execute_hostile(data):
         except ONEDNN_ERRORS:
             unchanged(snaps)
             raise
-        except ValueError as exc:  # the known bug pinned by the strict xfail below
-            assert NUMPY_VIEW_BUG in str(exc)
-            unchanged(snaps)
-            TALLY["onednn"][f"{op_kind} execute: KNOWN BUG NumPy ValueError"] += 1
-            return
     except ONEDNN_ERRORS as exc:
         TALLY["onednn"][f"{op_kind} {stage}: {exc.status.name}"] += 1
         return
-    except _KnownBug:
-        TALLY["onednn"][f"{op_kind} build: KNOWN BUG TypeError (LogicalTensor shape)"] += 1
         return
     # executed: compare with the core (compare=">", as the library), on the inputs as the
     # compiled logical tensors see their buffers
     x, *rest = [dg.Tensor(cp.query_logical_tensor(lt.get_id()), eng, b).to_numpy() for lt, b in zip(ins, before_in)]
     got = [t.to_numpy() for t in t_out]
     if op_kind == "LeakyReLU":
-        a32 = np.float32(alpha)
+        with np.errstate(over="ignore"):  # alpha as oneDNN stores it: the core's slope rule, in f32
+            a32 = np.float32(leakyops._core._slope_value(alpha, "ref", "alpha"))
         if a32 == 0:  # the library's max(src, +0) (a workaround in the front-end, tested in tests/onednn)
             TALLY["onednn"][f"{op_kind}: ok (alpha 0)"] += 1
             with np.errstate(invalid="ignore"):
@@ -666,13 +636,7 @@ def test_onednn_graph_build_compile_execute_hostile(data):
     TALLY["onednn"][f"{op_kind}: ok"] += 1
 
 
-NUMPY_VIEW_BUG = "When changing to a larger dtype"
-
-
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="bug: a Tensor whose buffer size is not a multiple of the element size "
-                          "passes Tensor()'s size check, then execute raises NumPy's ValueError")
-def test_onednn_buffer_of_odd_byte_size_is_invalid_arguments():
+def test_onednn_buffer_ending_in_a_partial_element_is_read_as_raw_memory():
     eng = dg.Engine(dg.EngineKind.cpu, 0)
     src, dst = dg.LogicalTensor(0, dg.DataType.f32, (3,)), dg.LogicalTensor(1, dg.DataType.f32, (3,))
     op = dg.Op(0, dg.OpKind.LeakyReLU, "lrelu", [src], [dst])
@@ -682,10 +646,11 @@ def test_onednn_buffer_of_odd_byte_size_is_invalid_arguments():
     g.finalize()
     cp = g.get_partitions()[0].compile([src], [dst], eng)
     out = np.zeros(3, np.float32)
-    with pytest.raises(dg.Error) as info:
-        cp.execute(dg.Stream(eng), [dg.Tensor(src, eng, np.zeros(7, np.int16))], [dg.Tensor(dst, eng, out)])
-    assert info.value.status == dg.Status.invalid_arguments
-    assert (out == 0).all()
+    buf = np.arange(-3, 4, dtype=np.int16)  # 14 bytes: three f32 elements and a partial one
+    cp.execute(dg.Stream(eng), [dg.Tensor(src, eng, buf)], [dg.Tensor(dst, eng, out)])
+    # a handle is raw memory (void* in C): the op reads the bytes the tensor spans
+    expected = leakyops.leaky_relu(buf.view(np.uint8)[:12].view(np.float32), 0.5)
+    assert np.array_equal(out.view(np.uint32), expected.view(np.uint32))
 
 
 def _leaky_graph(alpha):
@@ -697,19 +662,13 @@ def _leaky_graph(alpha):
     return g
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="bug: onednn/_ops.py convert_attr does np.float32(value); a Python int beyond "
-                          "float64's range raises OverflowError instead of invalid_graph_op")
-def test_onednn_alpha_int_beyond_float_range_is_invalid_graph_op():
-    with pytest.raises(dg.Error) as info:
-        _leaky_graph(10 ** 400)
-    assert info.value.status == dg.Status.invalid_graph_op
+def test_onednn_alpha_int_beyond_float_range_rounds_to_inf():
+    # the core's slope rule: an int beyond float range rounds to ±inf, like any f32 overflow
+    g = _leaky_graph(10 ** 400)
+    g.finalize()
+    assert len(g.get_partitions()) == 1
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeWarning,
-                   reason="bug: onednn/_ops.py convert_attr rounds an alpha beyond f32's range with "
-                          "np.float32(value), which warns (an error under -W error); the core rounds "
-                          "such slopes to inf silently")
 def test_onednn_alpha_beyond_f32_range_rounds_to_inf_silently():
     g = _leaky_graph(1e300)
     g.finalize()
@@ -721,9 +680,6 @@ def test_onednn_alpha_beyond_f32_range_rounds_to_inf_silently():
     assert out.tolist() == [-np.inf, 1.0]
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="bug: LogicalTensor with a non-iterable shape (object()) raises a plain "
-                          "TypeError instead of dg.Error(invalid_arguments), as None or a dict do")
 def test_onednn_logical_tensor_with_an_object_shape_is_invalid_arguments():
     with pytest.raises(dg.Error) as info:
         dg.LogicalTensor(0, dg.DataType.f32, object())
@@ -778,21 +734,12 @@ def test_dask_front_end_hostile(data):
         unchanged(snaps)
         TALLY["dask"][f"{op}: {type(exc).__name__}"] += 1
         return
-    except NotImplementedError as exc:  # the known bug pinned by a strict xfail below
-        assert "object dtype" in str(exc)
-        TALLY["dask"][f"{op}: KNOWN BUG NotImplementedError (object array)"] += 1
-        return
     expected, err = core_ref(core_fn, *args, **kw)
     assert err is None, f"{op}: leakyops.dask accepted what the core rejects: {err!r}"
     import dask
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            got = dask.compute(*(result if isinstance(result, tuple) else (result,)), scheduler="sync")
-    except RuntimeWarning as exc:  # the known bug pinned by the strict xfail below
-        assert op == "prelu_backward" and "invalid value" in str(exc)
-        TALLY["dask"][f"{op}: KNOWN BUG RuntimeWarning"] += 1
-        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = dask.compute(*(result if isinstance(result, tuple) else (result,)), scheduler="sync")
     unchanged(snaps)  # inputs are never written (leaky_relu_ returns a new array)
     expected = expected if isinstance(expected, tuple) else (expected,)
     assert_same(got[0], expected[0])
@@ -803,10 +750,6 @@ def test_dask_front_end_hostile(data):
     TALLY["dask"][f"{op}: ok"] += 1
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeWarning,
-                   reason="bug: _core.sum_grad_weight_parts (used by leakyops.dask.prelu_backward) "
-                          "warns 'invalid value encountered in reduce' when a channel's partials are "
-                          "+inf and -inf; the core's prelu_backward gives the same NaN silently")
 def test_dask_grad_weight_inf_minus_inf_does_not_warn():
     import dask
     x = np.array([[[-np.inf]], [[-np.inf]]], np.float32)
@@ -819,10 +762,6 @@ def test_dask_grad_weight_inf_minus_inf_does_not_warn():
         assert np.isnan(dask.compute(gw, scheduler="sync")[0]).all()
 
 
-@pytest.mark.xfail(strict=True, raises=NotImplementedError,
-                   reason="bug: leakyops.dask converts array-likes with da.asarray, which raises "
-                          "NotImplementedError ('Can not use auto rechunking with object dtype') for "
-                          "object arrays and lists of ints beyond int64, before the dtype check")
 @pytest.mark.parametrize("bad", [[10 ** 30], np.array([1.0, None], dtype=object)], ids=["huge-int-list", "object-array"])
 def test_dask_object_input_is_a_type_error(bad):
     with pytest.raises(TypeError, match="leaky_relu"):

@@ -287,7 +287,10 @@ def aclCreateScalar(value, data_type):
     if dt not in SCALAR_TYPES:
         record_error(ACL_ERROR_RT_PARAM_INVALID, f"{fname}: data type {dtype_name(dt)} has no scalar form here")
         return None
-    arr = np.asarray(value) if not isinstance(value, np.ndarray) else value
+    try:
+        arr = np.asarray(value) if not isinstance(value, np.ndarray) else value
+    except (ValueError, TypeError, OverflowError):  # ragged lists and other non-arrays
+        arr = np.empty(0)
     if arr.size != 1 or arr.dtype.kind not in "biuf" and arr.dtype != NP_DTYPES[aclDataType.ACL_BF16]:
         record_error(ACL_ERROR_RT_PARAM_INVALID,
                      f"{fname}: value must be one real number, got {value!r}")

@@ -173,6 +173,8 @@ def _host_bytes(obj, name: str, writable: bool):
     if isinstance(obj, DevicePtr) or obj is None:
         return None, f"{name} must be host memory (a NumPy array or bytes-like), got {obj!r}"
     if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:  # references, not memory
+            return None, f"{name} must be host memory, got an array of Python objects"
         if not (obj.flags.c_contiguous or obj.flags.f_contiguous):
             return None, f"{name} must be a contiguous NumPy array"
         # a contiguous array reshapes to 1-D in memory order without copying

@@ -117,7 +117,12 @@ class LogicalTensor:
         else:
             if isinstance(shape, (numbers.Integral, np.integer)):
                 shape = (shape,)
-            dims = tuple(_int(d, "dim") for d in shape)
+            try:
+                items = tuple(shape)
+            except TypeError:
+                fail(Status.invalid_arguments,
+                     f"logical tensor {self.id}: shape must be a sequence of ints, got {shape!r}")
+            dims = tuple(_int(d, "dim") for d in items)
             if len(dims) > DNNL_MAX_NDIMS:
                 fail(Status.invalid_arguments,
                      f"logical tensor {self.id}: {len(dims)} dims, at most {DNNL_MAX_NDIMS}")
@@ -414,10 +419,12 @@ def _view(buf: np.ndarray, dims, strides, dtype) -> np.ndarray:
     flat = buf.reshape(-1).view(np.uint8)
     if any(d == 0 for d in dims):
         return np.empty(dims, dtype)
+    # only the bytes the view spans (a buffer may end in a partial element)
+    span = (sum((d - 1) * abs(s) for d, s in zip(dims, strides)) + 1) * dtype.itemsize
     # negative strides: the first element sits after the span of those axes
     offset = sum((d - 1) * -s for d, s in zip(dims, strides) if s < 0) * dtype.itemsize
     return np.lib.stride_tricks.as_strided(
-        flat[offset:].view(dtype), shape=tuple(dims),
+        flat[:span][offset:].view(dtype), shape=tuple(dims),
         strides=tuple(s * dtype.itemsize for s in strides),
         writeable=buf.flags.writeable)
 

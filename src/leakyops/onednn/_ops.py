@@ -198,7 +198,10 @@ def convert_attr(op_name: str, key: OpAttr, kind: str, value):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
             fail(Status.invalid_graph_op,
                  f"{op_name}: attribute {key.name!r} must be an f32 number, got {value!r}")
-        return np.float32(value)
+        # through the core's slope rule: ints beyond float range round to ±inf, and values
+        # beyond f32's range round to ±inf without a warning
+        with np.errstate(over="ignore"):
+            return np.float32(_core._slope_value(value, op_name, key.name))
     if kind == _BOOL:
         if not isinstance(value, (bool, np.bool_)):
             fail(Status.invalid_graph_op,
