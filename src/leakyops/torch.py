@@ -220,6 +220,17 @@ def _slope(fname: str, value) -> float:
 # strides of empty arrays).
 
 
+def _check_self_is_result(fname: str, negative_slope: float, self_is_result: bool) -> None:
+    """The core's rule, checked in the real and fake kernels alike (also for empty tensors,
+    which never reach the core): self_is_result needs ``negative_slope >= 0`` (NaN fails)."""
+    if self_is_result and not negative_slope >= 0:
+        raise ValueError(
+            f"{fname}: self_is_result=True needs negative_slope >= 0, got {negative_slope}: "
+            "the input's sign cannot be recovered from the result; use the out-of-place "
+            "leaky_relu"
+        )
+
+
 @torch.library.custom_op(f"{NAMESPACE}::leaky_relu", mutates_args=(), device_types="cpu")
 def _leaky_relu_op(self: Tensor, negative_slope: float = 0.01) -> Tensor:
     fname = _FN + "leaky_relu"
@@ -270,6 +281,7 @@ def _leaky_relu_backward_op(
     fname = _FN + "leaky_relu_backward"
     _check_tensor(fname, "grad_output", grad_output)
     _check_tensor(fname, "self", self)
+    _check_self_is_result(fname, negative_slope, self_is_result)
     shape, dtype, template = _backward_result(fname, grad_output, self)
     out = _empty_result(shape, dtype, template, self.device)
     if out.numel() == 0:  # see _EMPTY_NOTE
@@ -291,13 +303,7 @@ def _(grad_output, self, negative_slope, self_is_result):
     fname = _FN + "leaky_relu_backward"
     _check_tensor(fname, "grad_output", grad_output)
     _check_tensor(fname, "self", self)
-    if self_is_result and negative_slope < 0:
-        # The core raises the same error in eager mode; raise it while tracing too.
-        raise ValueError(
-            f"{fname}: self_is_result=True with a negative slope "
-            f"({negative_slope}) is not supported: the input's sign cannot be "
-            f"recovered from the result; use the out-of-place leaky_relu"
-        )
+    _check_self_is_result(fname, negative_slope, self_is_result)
     shape, dtype, template = _backward_result(fname, grad_output, self)
     return _empty_result(shape, dtype, template, self.device)
 

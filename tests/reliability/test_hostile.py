@@ -766,3 +766,12 @@ def test_dask_grad_weight_inf_minus_inf_does_not_warn():
 def test_dask_object_input_is_a_type_error(bad):
     with pytest.raises(TypeError, match="leaky_relu"):
         lod.leaky_relu(bad, 0.1)
+
+
+def test_torch_self_is_result_rule_holds_for_empty_tensors():
+    # found by test_torch_front_end_hostile in CI: empty tensors skipped the core and its check
+    e = torch.empty(0, dtype=torch.float16)
+    for slope in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="self_is_result=True needs negative_slope >= 0"):
+            lt.leaky_relu_backward(e, e, slope, True)
+    assert lt.leaky_relu_backward(e, e, 0.0, True).shape == (0,)
