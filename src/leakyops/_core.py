@@ -303,7 +303,7 @@ def _run_rows(fn, flats, extra=()):
     _threads.run(fn, tasks)
 
 
-def _contiguous_pair(*arrays) -> bool:
+def _all_c_contiguous(*arrays) -> bool:
     return all(a.flags.c_contiguous for a in arrays)
 
 
@@ -431,7 +431,7 @@ def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=Fals
         return _finish(out, shape, rdtype, (g, x), lambda dest: None, fname)
 
     def compute(dest):
-        if g.shape == x.shape == shape and _contiguous_pair(g, x, dest):
+        if g.shape == x.shape == shape and _all_c_contiguous(g, x, dest):
             _run_rows(_kernels.lrelu_bwd_row, [_kview(g).reshape(-1), _kview(x).reshape(-1),
                                                _kview(dest).reshape(-1)], (s, ge))
         else:
@@ -489,7 +489,7 @@ def _prelu_layout(x: np.ndarray, wshape, others):
     """
     arrays = [x, *others]
     channels = [i for i, n in enumerate(wshape) if n != 1]
-    if len(channels) == 1 and all(a.flags.c_contiguous for a in arrays):
+    if len(channels) == 1 and _all_c_contiguous(*arrays):
         # the common case, without a plan: (outer, C, inner), or (1, outer, C) channels-last
         c = channels[0]
         outer, inner = math.prod(x.shape[:c]), math.prod(x.shape[c + 1:])
