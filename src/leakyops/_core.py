@@ -343,21 +343,46 @@ def _finish(out, shape, dtype, inputs, compute, fname):
 # leaky_relu
 
 
+#: The small-array path of leaky_relu: (slope, dtype, compare) -> (the kernel's slope, the
+#: view dtype or None, lrelu_fwd_row's compiled function for 1-D C arrays, ge); the compiled
+#: function is called without numba's type dispatch, with arguments of exactly its types.
+_SMALL_FWD: dict = {}
+
+
+def _small_fwd(slope: float, dtype, compare, fname: str):
+    kind = _KIND.get(dtype)
+    if kind is None or compare not in _COMPARE:
+        return None  # the general path reports it
+    s = _slope(slope, kind, None, fname)
+    view = _VIEW[dtype] if dtype.itemsize == 2 else None
+    probe = np.empty(1, view or dtype)  # typed as the kernel will be called: 1-D, C, aligned
+    run = _kernels.entry_point(_kernels.lrelu_fwd_row, probe, probe, s, False)
+    if len(_SMALL_FWD) > 256:
+        _SMALL_FWD.clear()
+    fast = _SMALL_FWD[(slope, dtype, compare)] = (s, view, run, _COMPARE[compare])
+    return fast
+
+
 def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtype=None,
                     fname="leaky_relu"):
     """``y = x if x > 0 else x * negative_slope`` (see :func:`leakyops.leaky_relu`)."""
-    if out is None and type(x) is np.ndarray and x.size < PARALLEL_MIN and x.flags.c_contiguous:
+    if out is None and type(x) is np.ndarray and x.size < PARALLEL_MIN and slope_dtype is None \
+            and type(negative_slope) is float and negative_slope != 0.0:
         # the small-array path: the same checks and kernel with less Python around them
-        kind = _KIND.get(x.dtype)
-        if kind is not None and slope_dtype is None and compare in _COMPARE:
-            s = _fast_slope(negative_slope, kind, fname)
-            dest = np.empty(x.shape, x.dtype)
-            if x.size:
+        # (±0.0 compare equal, so they never become keys)
+        flags = x.flags
+        if flags.c_contiguous and flags.aligned:
+            fast = _SMALL_FWD.get((negative_slope, x.dtype, compare))
+            if fast is None:
+                fast = _small_fwd(negative_slope, x.dtype, compare, fname)
+            if fast is not None:
+                s, view, run, ge = fast
+                dest = np.empty(x.shape, x.dtype)
                 xf, df = (x, dest) if x.ndim == 1 else (x.reshape(-1), dest.reshape(-1))
-                if x.dtype.itemsize == 2:
-                    xf, df = _kview(xf), _kview(df)
-                _kernels.lrelu_fwd_row(xf, df, s, _COMPARE[compare])
-            return dest
+                if view is not None:
+                    xf, df = xf.view(view), df.view(view)
+                run(xf, df, s, ge)
+                return dest
     x = _array(x, fname, "x")
     kind = _KIND[x.dtype]
     s = _slope(negative_slope, kind, slope_dtype, fname)

@@ -287,6 +287,33 @@ def _layouts(rng, dtype):
 
 
 @dtypes
+def test_small_array_path_takes_every_layout_and_slope(dtype):
+    # the small-array path calls a compiled kernel without numba's type checks: whatever it
+    # accepts must come out right, and what it does not accept must reach the general path
+    rng = np.random.default_rng(16)
+    base = random_values(rng, 4 * 300 + 1, dtype)
+    read_only = base[:300].copy()
+    read_only.flags.writeable = False
+    raw = np.zeros(300 * dtype.itemsize + 1, np.uint8)[1:]  # an unaligned buffer
+    unaligned = raw.view(dtype)
+    unaligned[...] = base[:300]
+    assert not unaligned.flags.aligned
+    cases = [base[:300], base[:300].reshape(3, 4, 25), np.asarray(base[7]), base[:0], read_only,
+             unaligned, base[::4], base[:300][::-1]]
+    for x in cases:
+        for slope in (0.01, 0.01, -0.0, 0.0, float("nan"), 1e30, 2):
+            got = leakyops.leaky_relu(x, slope)
+            assert got.shape == x.shape and got.dtype == dtype
+            assert_same(got, ref_leaky_relu(x, slope))
+        # ">=" differs from ">" only at zero, and only where 0 * slope is not 0
+        assert_same(_core.leaky_relu_impl(x, np.inf, compare=">="), ref_leaky_relu(x, np.inf, ge=True))
+    with pytest.raises(TypeError):
+        leakyops.leaky_relu(base[:300].astype(dtype.newbyteorder()), 0.01)
+    with pytest.raises(ValueError, match="compare"):
+        _core.leaky_relu_impl(base[:300], 0.01, compare="<")
+
+
+@dtypes
 def test_any_strides(dtype):
     rng = np.random.default_rng(6)
     for name, x in _layouts(rng, dtype):
