@@ -452,23 +452,40 @@ def _prelu_bwd_step(g, x, gi, s, k, ge):
     return term
 
 
+@njit(inline="always", **NJIT_OPTIONS)
+def _prelu_bwd_term(g, x, k, ge):
+    """The weight-gradient term of element k (float64, exact for the float32 and half kinds)."""
+    x64 = _load64(x[k])
+    g64 = _load64(g[k])
+    p = _keep(x64, ge)
+    term = 0.0 if p else x64 * g64
+    return term
+
+
 @_jit(fastmath=REDUCE_FASTMATH)
-def _prelu_bwd_block_sum(g, x, gi, s, ge):
+def _prelu_bwd_terms_sum(g, x, ge):
     part = 0.0
     for k in range(x.shape[0]):  # from 0: lets LLVM drop negative-index wraparound
-        term = _prelu_bwd_step(g, x, gi, s, k, ge)
+        term = _prelu_bwd_term(g, x, k, ge)
         part += term
     return part
 
 
 @_jit
 def _prelu_bwd_row_reduce_blocks(g, x, gi, s, ge, block):
+    # two passes over each stretch of _BLOCK elements while it is in L1: grad_input (the
+    # leaky_relu backward loop, full-width vectors), then the float64 sum of the terms in
+    # blocks of ``block``. (One loop doing both ran at 0.48 ns/element in cache for float32
+    # and 1.04 for float64; the two passes at 0.44 and 0.61.)
     n = x.shape[0]
     total, comp = 0.0, 0.0
-    for start in range(0, n, block):
-        stop = min(start + block, n)
-        part = _prelu_bwd_block_sum(g[start:stop], x[start:stop], gi[start:stop], s, ge)
-        total, comp = _kahan_add(total, comp, part)
+    for start in range(0, n, _BLOCK):
+        stop = min(start + _BLOCK, n)
+        lrelu_bwd_row(g[start:stop], x[start:stop], gi[start:stop], s, ge)
+        for lo in range(start, stop, block):
+            hi = min(lo + block, stop)
+            part = _prelu_bwd_terms_sum(g[lo:hi], x[lo:hi], ge)
+            total, comp = _kahan_add(total, comp, part)
     return total, comp
 
 
