@@ -11,7 +11,9 @@ Every operator x dtype x size is timed for:
 
 Throughput is reported in GB/s of bytes read + written (``prelu*`` tensors are NCHW with 64
 channels; the weight's bytes are negligible and not counted). Each case reports the best of
-several repetitions, each run after a warm-up call (which also compiles the kernels).
+several repetitions, after a warm-up call (which also compiles the kernels); ``leakyops``,
+``torch`` and ``copy`` are timed in turns over three rounds, so that a slow stretch of a
+shared machine is not charged to one of them only.
 
 PyTorch is optional: without it (or with ``peers`` excluding it) its column is empty. The
 plot needs matplotlib (the ``plot`` extra). Nothing here is imported by ``import leakyops``.
@@ -33,6 +35,7 @@ PEERS = ("leakyops", "torch", "numpy", "copy")
 DEFAULT_SIZES = (1_000, 100_000, 1_000_000, 16_000_000, 64_000_000)
 QUICK_SIZES = (1_000, 100_000, 1_000_000)
 CHANNELS = 64
+ROUNDS = 3  # leakyops, torch and copy are timed in turns, this many rounds
 SLOPE = 0.01
 #: slope of the in-place runs: repeated in-place calls with 0.01 would drive the data into
 #: subnormals (slow on some CPUs) within a few dozen repetitions; -1 keeps magnitudes
@@ -152,6 +155,16 @@ def _copy_case(op, shape, dtype):
     return lambda: np.copyto(dst, src)
 
 
+def _case(peer, op, shape, dtype, dname):
+    if peer == "leakyops":
+        return _leakyops_case(op, shape, dtype)
+    if peer == "numpy":
+        return _numpy_case(op, shape, dtype)
+    if peer == "torch":
+        return _torch_case(op, shape, dname)
+    return _copy_case(op, shape, dtype)
+
+
 def _torch_available() -> bool:
     try:
         import torch  # noqa: F401
@@ -210,19 +223,29 @@ def run(ops=OPS, dtypes=None, sizes=None, *, quick=False, threads=None, min_time
                     shape = _shape(op, n)
                     elements = math.prod(shape)
                     nbytes = _TRAFFIC[op] * elements * dtype.itemsize
-                    for peer in active:
+                    times = {}
+                    # leakyops, torch and copy take turns (ROUNDS rounds, best of all), so that
+                    # a slow stretch of a shared machine does not fall on one of them only;
+                    # numpy (seconds per call at the large sizes) is timed once, alone
+                    turns = [p for p in active if p != "numpy"]
+                    fns = {}
+                    for peer in turns:
                         bar.step(f"{op} {dname} {elements:.0e} {peer}")
-                        if peer == "leakyops":
-                            fn = _leakyops_case(op, shape, dtype)
-                        elif peer == "numpy":
-                            fn = _numpy_case(op, shape, dtype)
-                        elif peer == "torch":
-                            fn = _torch_case(op, shape, dname)
-                        else:
-                            fn = _copy_case(op, shape, dtype)
-                        fn()  # warm up (and compile)
-                        t = best_time(fn, min_time=min_time)
+                        fns[peer] = _case(peer, op, shape, dtype, dname)
+                        fns[peer]()  # warm up (and compile)
+                    for _ in range(ROUNDS):
+                        for peer in turns:
+                            t = best_time(fns[peer], min_time=min_time / ROUNDS, min_reps=2)
+                            times[peer] = min(times.get(peer, math.inf), t)
+                    fns.clear()
+                    if "numpy" in active:
+                        bar.step(f"{op} {dname} {elements:.0e} numpy")
+                        fn = _case("numpy", op, shape, dtype, dname)
+                        fn()
+                        times["numpy"] = best_time(fn, min_time=min_time)
                         del fn
+                    for peer in active:
+                        t = times[peer]
                         records.append({
                             "op": op, "dtype": dname, "elements": elements, "shape": list(shape),
                             "peer": peer, "seconds": t, "bytes": nbytes, "gbps": nbytes / t / 1e9,
