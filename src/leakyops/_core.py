@@ -349,6 +349,13 @@ def _finish(out, shape, dtype, inputs, compute, fname):
 _SMALL_FWD: dict = {}
 
 
+def _plain_out(out: np.ndarray, x: np.ndarray) -> bool:
+    """Whether ``out`` can be written directly by a 1-D C kernel next to ``x``."""
+    flags = out.flags
+    return flags.c_contiguous and flags.aligned and flags.writeable and out is not x \
+        and not np.may_share_memory(out, x)
+
+
 def _small_fwd(slope: float, dtype, compare, fname: str):
     kind = _KIND.get(dtype)
     if kind is None or compare not in _COMPARE:
@@ -366,18 +373,27 @@ def _small_fwd(slope: float, dtype, compare, fname: str):
 def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtype=None,
                     fname="leaky_relu"):
     """``y = x if x > 0 else x * negative_slope`` (see :func:`leakyops.leaky_relu`)."""
-    if out is None and type(x) is np.ndarray and x.size < PARALLEL_MIN and slope_dtype is None \
+    if type(x) is np.ndarray and x.size < PARALLEL_MIN and slope_dtype is None \
             and type(negative_slope) is float and negative_slope != 0.0:
         # the small-array path: the same checks and kernel with less Python around them
-        # (±0.0 compare equal, so they never become keys)
+        # (±0.0 compare equal, so they never become keys); an ``out`` it cannot take as it
+        # is (another dtype or layout, read-only, overlapping x) goes the general way
         flags = x.flags
         if flags.c_contiguous and flags.aligned:
             fast = _SMALL_FWD.get((negative_slope, x.dtype, compare))
             if fast is None:
                 fast = _small_fwd(negative_slope, x.dtype, compare, fname)
-            if fast is not None:
-                s, view, run, ge = fast
+            if fast is None:
+                dest = None
+            elif out is None:
                 dest = np.empty(x.shape, x.dtype)
+            elif type(out) is np.ndarray and out.dtype == x.dtype and out.shape == x.shape \
+                    and _plain_out(out, x):
+                dest = out
+            else:
+                dest = None
+            if dest is not None:
+                s, view, run, ge = fast
                 xf, df = (x, dest) if x.ndim == 1 else (x.reshape(-1), dest.reshape(-1))
                 if view is not None:
                     xf, df = xf.view(view), df.view(view)

@@ -314,6 +314,44 @@ def test_small_array_path_takes_every_layout_and_slope(dtype):
 
 
 @dtypes
+def test_small_array_path_with_out(dtype):
+    # out= on the small-array path: written directly only when it is a plain, separate,
+    # writable array of x's dtype and shape; every other out still gets the SPEC's result
+    rng = np.random.default_rng(17)
+    buf = random_values(rng, 1201, dtype)
+    x = buf[:600].reshape(20, 30)
+    want = ref_leaky_relu(x, -0.3)
+    out = np.empty_like(x)
+    assert leakyops.leaky_relu(x, -0.3, out=out) is out
+    assert_same(out, want)
+    other = F64 if dtype != F64 else F32
+    for make in (lambda: np.empty((30, 20), dtype).T, lambda: np.empty_like(x, dtype=other),
+                 lambda: np.zeros(600 * dtype.itemsize + 1, np.uint8)[1:].view(dtype).reshape(20, 30)):
+        o = make()
+        assert leakyops.leaky_relu(x, -0.3, out=o) is o
+        with np.errstate(over="ignore"):  # float64's largest values cast to float32 are ±inf
+            assert_same(o, want.astype(o.dtype))
+    y = x.copy()  # out is x: in place
+    assert leakyops.leaky_relu(y, -0.3, out=y) is y
+    assert_same(y, want)
+    for shift in (1, -1):  # out overlaps x by all but one element: as if it did not
+        z = buf.copy()
+        xs, outs = (z[1:601], z[:600]) if shift > 0 else (z[:600], z[1:601])
+        expected = ref_leaky_relu(xs.copy(), -0.3)
+        leakyops.leaky_relu(xs, -0.3, out=outs)
+        assert_same(outs, expected)
+    ro = np.zeros_like(x)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        leakyops.leaky_relu(x, -0.3, out=ro)
+    assert not ro.any()
+    with pytest.raises(ValueError, match="shape"):
+        leakyops.leaky_relu(x, -0.3, out=np.empty((30, 20), dtype))
+    with pytest.raises(TypeError):
+        leakyops.leaky_relu(x, -0.3, out=[0.0] * 600)
+
+
+@dtypes
 def test_any_strides(dtype):
     rng = np.random.default_rng(6)
     for name, x in _layouts(rng, dtype):
