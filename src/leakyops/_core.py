@@ -105,10 +105,13 @@ def _slope(value, kind: str, slope_dtype, fname: str, arg: str = "negative_slope
             v = float(np.asarray(v, dtype=np.float64).astype(slope_dtype))
     if kind == "f64":
         return np.float64(v)
-    with np.errstate(over="ignore"):  # beyond float32's range: ±inf, like any rounding
+    if -_F32_MAX <= v <= _F32_MAX:  # (np.errstate costs about 1 us: only where it is needed)
+        return np.float32(v)
+    with np.errstate(over="ignore"):  # beyond float32's range (or NaN): ±inf, like any rounding
         return np.float32(v)
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
 _slope_cache: dict = {}
 
 
@@ -308,6 +311,8 @@ def _all_c_contiguous(*arrays) -> bool:
 
 
 def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
+    if a is b:  # (reading a data pointer costs about 1 us)
+        return True
     return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
             and a.strides == b.strides and a.shape == b.shape and a.dtype.itemsize == b.dtype.itemsize)
 
@@ -343,10 +348,13 @@ def _finish(out, shape, dtype, inputs, compute, fname):
 # leaky_relu
 
 
-#: The small-array path of leaky_relu: (slope, dtype, compare) -> (the kernel's slope, the
-#: view dtype or None, lrelu_fwd_row's compiled function for 1-D C arrays, ge); the compiled
-#: function is called without numba's type dispatch, with arguments of exactly its types.
-_SMALL_FWD: dict = {}
+#: The small-array paths: (op, slope, dtype, compare) -> (the kernel's slope, the view dtype
+#: or None, the kernel's compiled function for 1-D C arrays, ge). The compiled function is
+#: called without numba's type dispatch (about 0.2 us of a 1-2 us call), so only with
+#: arguments of exactly its types: 1-D C-contiguous aligned arrays of the view dtype.
+_SMALL: dict = {}
+_SMALL_KERNELS = {"fwd": ("lrelu_fwd_row", 2), "inplace": ("lrelu_fwd_row_inplace", 1),
+                  "bwd": ("lrelu_bwd_row", 3)}
 
 
 def _plain_out(out: np.ndarray, x: np.ndarray) -> bool:
@@ -356,17 +364,18 @@ def _plain_out(out: np.ndarray, x: np.ndarray) -> bool:
         and not np.may_share_memory(out, x)
 
 
-def _small_fwd(slope: float, dtype, compare, fname: str):
+def _small(op: str, slope: float, dtype, compare, fname: str):
     kind = _KIND.get(dtype)
     if kind is None or compare not in _COMPARE:
         return None  # the general path reports it
     s = _slope(slope, kind, None, fname)
     view = _VIEW[dtype] if dtype.itemsize == 2 else None
+    name, arrays = _SMALL_KERNELS[op]
     probe = np.empty(1, view or dtype)  # typed as the kernel will be called: 1-D, C, aligned
-    run = _kernels.entry_point(_kernels.lrelu_fwd_row, probe, probe, s, False)
-    if len(_SMALL_FWD) > 256:
-        _SMALL_FWD.clear()
-    fast = _SMALL_FWD[(slope, dtype, compare)] = (s, view, run, _COMPARE[compare])
+    run = _kernels.entry_point(getattr(_kernels, name), *([probe] * arrays), s, False)
+    if len(_SMALL) > 256:
+        _SMALL.clear()
+    fast = _SMALL[(op, slope, dtype, compare)] = (s, view, run, _COMPARE[compare])
     return fast
 
 
@@ -380,9 +389,9 @@ def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtyp
         # is (another dtype or layout, read-only, overlapping x) goes the general way
         flags = x.flags
         if flags.c_contiguous and flags.aligned:
-            fast = _SMALL_FWD.get((negative_slope, x.dtype, compare))
+            fast = _SMALL.get(("fwd", negative_slope, x.dtype, compare))
             if fast is None:
-                fast = _small_fwd(negative_slope, x.dtype, compare, fname)
+                fast = _small("fwd", negative_slope, x.dtype, compare, fname)
             if fast is None:
                 dest = None
             elif out is None:
@@ -428,6 +437,18 @@ def _lrelu_fwd(x: np.ndarray, dest: np.ndarray, s, ge: bool) -> None:
 
 def leaky_relu_inplace_impl(x, negative_slope=0.01, *, compare=">", slope_dtype=None,
                             fname="leaky_relu_"):
+    if type(x) is np.ndarray and x.size < PARALLEL_MIN and slope_dtype is None \
+            and type(negative_slope) is float and negative_slope != 0.0:
+        flags = x.flags  # the small-array path (see leaky_relu_impl)
+        if flags.c_contiguous and flags.aligned and flags.writeable:
+            fast = _SMALL.get(("inplace", negative_slope, x.dtype, compare))
+            if fast is None:
+                fast = _small("inplace", negative_slope, x.dtype, compare, fname)
+            if fast is not None:
+                s, view, run, ge = fast
+                xf = x if x.ndim == 1 else x.reshape(-1)
+                run(xf if view is None else xf.view(view), s, ge)
+                return x
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{fname}: x must be a numpy.ndarray to be modified in place, "
                         f"got {type(x).__name__}")
@@ -446,6 +467,35 @@ def leaky_relu_inplace_impl(x, negative_slope=0.01, *, compare=">", slope_dtype=
 def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=False, out=None, *,
                              compare=">", slope_dtype=None, fname="leaky_relu_backward"):
     """``dx = g if t > 0 else g * negative_slope`` (see :func:`leakyops.leaky_relu_backward`)."""
+    if type(x) is np.ndarray and type(grad_output) is np.ndarray and x.size < PARALLEL_MIN \
+            and slope_dtype is None and type(negative_slope) is float and negative_slope != 0.0 \
+            and (self_is_result is False or (self_is_result is True and negative_slope > 0)) \
+            and grad_output.shape == x.shape and grad_output.dtype == x.dtype:
+        # the small-array path (see leaky_relu_impl): operands of one dtype and shape
+        gf, xfl = grad_output.flags, x.flags
+        if gf.c_contiguous and xfl.c_contiguous and gf.aligned and xfl.aligned:
+            fast = _SMALL.get(("bwd", negative_slope, x.dtype, compare))
+            if fast is None:
+                fast = _small("bwd", negative_slope, x.dtype, compare, fname)
+            if fast is None:
+                dest = None
+            elif out is None:
+                dest = np.empty(x.shape, x.dtype)
+            elif type(out) is np.ndarray and out.dtype == x.dtype and out.shape == x.shape \
+                    and _plain_out(out, x) and _plain_out(out, grad_output):
+                dest = out
+            else:
+                dest = None
+            if dest is not None:
+                s, view, run, ge = fast
+                if x.ndim == 1:
+                    gv, xv, dv = grad_output, x, dest
+                else:
+                    gv, xv, dv = grad_output.reshape(-1), x.reshape(-1), dest.reshape(-1)
+                if view is not None:
+                    gv, xv, dv = gv.view(view), xv.view(view), dv.view(view)
+                run(gv, xv, dv, s, ge)
+                return dest
     g = _array(grad_output, fname, "grad_output")
     x = _array(x, fname, "x")
     if not isinstance(self_is_result, (bool, np.bool_)):

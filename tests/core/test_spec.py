@@ -314,6 +314,60 @@ def test_small_array_path_takes_every_layout_and_slope(dtype):
 
 
 @dtypes
+def test_small_array_paths_of_in_place_and_backward(dtype):
+    rng = np.random.default_rng(18)
+    base = random_values(rng, 1200, dtype)
+    gbase = random_values(rng, 1200, dtype)
+    raw = np.zeros(300 * dtype.itemsize + 1, np.uint8)[1:]  # unaligned
+    unaligned = raw.view(dtype)
+    unaligned[...] = base[:300]
+    xs = [base[:300], base[:300].reshape(3, 4, 25), np.asarray(base[7]), base[:0], unaligned,
+          base[::4], base[:300][::-1]]
+    for x in xs:
+        g = gbase[:x.size].reshape(x.shape)
+        for slope in (0.01, 0.01, -0.0, 0.0, float("nan"), 1e30, 2, -0.5):
+            y = x.copy()
+            assert leakyops.leaky_relu_(y, slope) is y
+            assert_same(y, ref_leaky_relu(x, slope))
+            assert_same(leakyops.leaky_relu_backward(g, x, slope), ref_leaky_relu_backward(g, x, slope))
+            if not slope >= 0:  # self_is_result refuses negative and NaN slopes on every path
+                with pytest.raises(ValueError, match="self_is_result"):
+                    leakyops.leaky_relu_backward(g, x, slope, True)
+            else:
+                assert_same(leakyops.leaky_relu_backward(g, x, slope, True),
+                            ref_leaky_relu_backward(g, x, slope))
+        y = x.copy()
+        assert_same(_core.leaky_relu_inplace_impl(y, np.inf, compare=">="), ref_leaky_relu(x, np.inf, ge=True))
+        assert_same(_core.leaky_relu_backward_impl(g, x, np.inf, compare=">="),
+                    ref_leaky_relu_backward(g, x, np.inf, ge=True))
+    x, g = base[:300], gbase[:300]
+    with np.errstate(over="ignore"):  # float64's largest values become ±inf in float32
+        g2 = g.astype(F64 if dtype != F64 else F32)
+    assert_same(leakyops.leaky_relu_backward(g2, x, 0.3), ref_leaky_relu_backward(g2, x, 0.3))  # promotes
+    assert_same(leakyops.leaky_relu_backward(g[:1], x, 0.3), ref_leaky_relu_backward(g[:1], x, 0.3))
+    for out in (np.empty_like(x), g.copy(), x.copy()):
+        assert leakyops.leaky_relu_backward(g, x, 0.3, out=out) is out
+        assert_same(out, ref_leaky_relu_backward(g, x, 0.3))
+    gg, xx = g.copy(), x.copy()  # out is one of the inputs
+    assert_same(leakyops.leaky_relu_backward(gg, x, 0.3, out=gg), ref_leaky_relu_backward(g, x, 0.3))
+    assert_same(leakyops.leaky_relu_backward(g, xx, 0.3, out=xx), ref_leaky_relu_backward(g, x, 0.3))
+    for shift in (1, -1):  # out overlaps an input by all but one element
+        z = np.concatenate([gbase[:301]])
+        gs, outs = (z[1:301], z[:300]) if shift > 0 else (z[:300], z[1:301])
+        expected = ref_leaky_relu_backward(gs.copy(), x, 0.3)
+        leakyops.leaky_relu_backward(gs, x, 0.3, out=outs)
+        assert_same(outs, expected)
+    ro = x.copy()
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        leakyops.leaky_relu_(ro, 0.3)
+    with pytest.raises(TypeError):
+        leakyops.leaky_relu_(list(x), 0.3)
+    with pytest.raises(TypeError):
+        leakyops.leaky_relu_backward(g, x, 0.3, self_is_result=1)
+
+
+@dtypes
 def test_small_array_path_with_out(dtype):
     # out= on the small-array path: written directly only when it is a plain, separate,
     # writable array of x's dtype and shape; every other out still gets the SPEC's result
