@@ -354,7 +354,7 @@ def _finish(out, shape, dtype, inputs, compute, fname):
 #: arguments of exactly its types: 1-D C-contiguous aligned arrays of the view dtype.
 _SMALL: dict = {}
 _SMALL_KERNELS = {"fwd": ("lrelu_fwd_row", 2), "inplace": ("lrelu_fwd_row_inplace", 1),
-                  "bwd": ("lrelu_bwd_row", 3)}
+                  "bwd": ("lrelu_bwd_row", 3), "prelu": ("prelu_fwd_nd", None)}
 
 
 def _plain_out(out: np.ndarray, x: np.ndarray) -> bool:
@@ -368,11 +368,16 @@ def _small(op: str, slope: float, dtype, compare, fname: str):
     kind = _KIND.get(dtype)
     if kind is None or compare not in _COMPARE:
         return None  # the general path reports it
-    s = _slope(slope, kind, None, fname)
     view = _VIEW[dtype] if dtype.itemsize == 2 else None
     name, arrays = _SMALL_KERNELS[op]
-    probe = np.empty(1, view or dtype)  # typed as the kernel will be called: 1-D, C, aligned
-    run = _kernels.entry_point(getattr(_kernels, name), *([probe] * arrays), s, False)
+    probe = np.empty(1, view or dtype)  # typed as the kernel will be called: C, aligned
+    if arrays is None:  # prelu_fwd_nd(x3, out3, w, woff, ws0, ws1, ws2, ge): no slope
+        s = None
+        probes = (probe.reshape(1, 1, 1),) * 2 + (probe, 0, 0, 0, 0, False)
+    else:
+        s = _slope(slope, kind, None, fname)
+        probes = (probe,) * arrays + (s, False)
+    run = _kernels.entry_point(getattr(_kernels, name), *probes)
     if len(_SMALL) > 256:
         _SMALL.clear()
     fast = _SMALL[(op, slope, dtype, compare)] = (s, view, run, _COMPARE[compare])
@@ -605,6 +610,38 @@ def _flat_weight(weight: np.ndarray) -> np.ndarray:
 
 def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
     """``y = x if x > 0 else w[c] * x`` (see :func:`leakyops.prelu`)."""
+    if type(x) is np.ndarray and type(weight) is np.ndarray and x.size < PARALLEL_MIN \
+            and weight.ndim == 1 and weight.shape[0] > 1 and type(axis) is int \
+            and -x.ndim <= axis < x.ndim and x.shape[axis] == weight.shape[0] \
+            and weight.dtype == x.dtype:
+        # the small-array path (see leaky_relu_impl): C-contiguous x, a 1-D weight along axis
+        xfl, wfl = x.flags, weight.flags
+        if xfl.c_contiguous and xfl.aligned and wfl.c_contiguous and wfl.aligned:
+            fast = _SMALL.get(("prelu", None, x.dtype, compare))
+            if fast is None:
+                fast = _small("prelu", None, x.dtype, compare, fname)
+            if fast is None:
+                dest = None
+            elif out is None:
+                dest = np.empty(x.shape, x.dtype)
+            elif type(out) is np.ndarray and out.dtype == x.dtype and out.shape == x.shape \
+                    and _plain_out(out, x) and _plain_out(out, weight):
+                dest = out
+            else:
+                dest = None
+            if dest is not None:
+                _, view, run, ge = fast
+                a = axis % x.ndim
+                outer, inner = math.prod(x.shape[:a]), math.prod(x.shape[a + 1:])
+                if inner == 1:  # channels last: (1, outer, C) with weight strides (0, 0, 1)
+                    shape, ws1, ws2 = (1, outer, weight.shape[0]), 0, 1
+                else:
+                    shape, ws1, ws2 = (outer, weight.shape[0], inner), 1, 0
+                xv, dv, wv = x.reshape(shape), dest.reshape(shape), weight
+                if view is not None:
+                    xv, dv, wv = xv.view(view), dv.view(view), wv.view(view)
+                run(xv, dv, wv, 0, 0, ws1, ws2, ge)
+                return dest
     x, weight = _prelu_args(x, weight, fname)
     wshape = _weight_shape(x, weight, axis, fname)
     kind = _KIND[x.dtype]

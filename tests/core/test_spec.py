@@ -368,6 +368,39 @@ def test_small_array_paths_of_in_place_and_backward(dtype):
 
 
 @dtypes
+def test_small_array_path_of_prelu(dtype):
+    rng = np.random.default_rng(19)
+    for shape, axis in [((2, 5, 30), 1), ((2, 5, 30), -2), ((4, 6), 1), ((4, 6), -1), ((7,), 0),
+                        ((3, 4, 5), 0), ((2, 3, 4, 5), 3)]:
+        x = random_values(rng, shape, dtype)
+        wfull = random_values(rng, 2 * shape[axis], dtype)
+        for w in (wfull[:shape[axis]], wfull[::2]):  # contiguous, and strided (general path)
+            wb = w.reshape([n if i == axis % x.ndim else 1 for i, n in enumerate(shape)])
+            assert_same(leakyops.prelu(x, w, axis=axis), ref_prelu(x, wb))
+            assert_same(_core.prelu_impl(x, w, axis, compare=">="), ref_prelu(x, wb, ge=True))
+            for out in (np.empty_like(x), np.empty(shape[::-1], dtype).T, x.copy()):
+                assert leakyops.prelu(x, w, axis=axis, out=out) is out
+                assert_same(out, ref_prelu(x, wb))
+            y = x.copy()
+            assert leakyops.prelu(y, w, axis=axis, out=y) is y  # out is x
+            assert_same(y, ref_prelu(x, wb))
+    x = random_values(rng, (2, 4, 3), dtype)
+    w = random_values(rng, 4, dtype)
+    wb = w.reshape(1, 4, 1)
+    z = np.concatenate([w, x.ravel()])  # out shares memory with the weight
+    assert_same(leakyops.prelu(x, z[:4], out=z[:24].reshape(2, 4, 3)), ref_prelu(x, wb))
+    assert_same(leakyops.prelu(x[:, :, ::-1], w), ref_prelu(x[:, :, ::-1], wb))
+    with pytest.raises(ValueError, match="axis"):
+        leakyops.prelu(x, w, axis=3)
+    with pytest.raises(ValueError):
+        leakyops.prelu(x, w, axis=0)
+    with pytest.raises(TypeError):
+        leakyops.prelu(x, w.astype(F64 if dtype != F64 else F32))
+    with pytest.raises(TypeError):
+        leakyops.prelu(x, w, axis=1.0)
+
+
+@dtypes
 def test_small_array_path_with_out(dtype):
     # out= on the small-array path: written directly only when it is a plain, separate,
     # writable array of x's dtype and shape; every other out still gets the SPEC's result
