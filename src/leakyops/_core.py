@@ -364,6 +364,24 @@ def _plain_out(out: np.ndarray, x: np.ndarray) -> bool:
         and not np.may_share_memory(out, x)
 
 
+def _small_call(op: str, slope, x: np.ndarray, out, inputs, compare, fname: str):
+    """``(fast, dest)`` for the small-array path, or None where it does not apply: ``dest``
+    is a new array, or ``out`` when it is plain and shares no memory with ``inputs``."""
+    fast = _SMALL.get((op, slope, x.dtype, compare))
+    if fast is None:
+        fast = _small(op, slope, x.dtype, compare, fname)
+        if fast is None:
+            return None
+    if out is None:
+        return fast, np.empty(x.shape, x.dtype)
+    if type(out) is not np.ndarray or out.dtype != x.dtype or out.shape != x.shape:
+        return None
+    for a in inputs:
+        if not _plain_out(out, a):
+            return None
+    return fast, out
+
+
 def _small(op: str, slope: float, dtype, compare, fname: str):
     kind = _KIND.get(dtype)
     if kind is None or compare not in _COMPARE:
@@ -394,20 +412,9 @@ def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtyp
         # is (another dtype or layout, read-only, overlapping x) goes the general way
         flags = x.flags
         if flags.c_contiguous and flags.aligned:
-            fast = _SMALL.get(("fwd", negative_slope, x.dtype, compare))
-            if fast is None:
-                fast = _small("fwd", negative_slope, x.dtype, compare, fname)
-            if fast is None:
-                dest = None
-            elif out is None:
-                dest = np.empty(x.shape, x.dtype)
-            elif type(out) is np.ndarray and out.dtype == x.dtype and out.shape == x.shape \
-                    and _plain_out(out, x):
-                dest = out
-            else:
-                dest = None
-            if dest is not None:
-                s, view, run, ge = fast
+            call = _small_call("fwd", negative_slope, x, out, (x,), compare, fname)
+            if call is not None:
+                (s, view, run, ge), dest = call
                 xf, df = (x, dest) if x.ndim == 1 else (x.reshape(-1), dest.reshape(-1))
                 if view is not None:
                     xf, df = xf.view(view), df.view(view)
@@ -479,20 +486,9 @@ def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=Fals
         # the small-array path (see leaky_relu_impl): operands of one dtype and shape
         gf, xfl = grad_output.flags, x.flags
         if gf.c_contiguous and xfl.c_contiguous and gf.aligned and xfl.aligned:
-            fast = _SMALL.get(("bwd", negative_slope, x.dtype, compare))
-            if fast is None:
-                fast = _small("bwd", negative_slope, x.dtype, compare, fname)
-            if fast is None:
-                dest = None
-            elif out is None:
-                dest = np.empty(x.shape, x.dtype)
-            elif type(out) is np.ndarray and out.dtype == x.dtype and out.shape == x.shape \
-                    and _plain_out(out, x) and _plain_out(out, grad_output):
-                dest = out
-            else:
-                dest = None
-            if dest is not None:
-                s, view, run, ge = fast
+            call = _small_call("bwd", negative_slope, x, out, (x, grad_output), compare, fname)
+            if call is not None:
+                (s, view, run, ge), dest = call
                 if x.ndim == 1:
                     gv, xv, dv = grad_output, x, dest
                 else:
@@ -617,20 +613,9 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
         # the small-array path (see leaky_relu_impl): C-contiguous x, a 1-D weight along axis
         xfl, wfl = x.flags, weight.flags
         if xfl.c_contiguous and xfl.aligned and wfl.c_contiguous and wfl.aligned:
-            fast = _SMALL.get(("prelu", None, x.dtype, compare))
-            if fast is None:
-                fast = _small("prelu", None, x.dtype, compare, fname)
-            if fast is None:
-                dest = None
-            elif out is None:
-                dest = np.empty(x.shape, x.dtype)
-            elif type(out) is np.ndarray and out.dtype == x.dtype and out.shape == x.shape \
-                    and _plain_out(out, x) and _plain_out(out, weight):
-                dest = out
-            else:
-                dest = None
-            if dest is not None:
-                _, view, run, ge = fast
+            call = _small_call("prelu", None, x, out, (x, weight), compare, fname)
+            if call is not None:
+                (_, view, run, ge), dest = call
                 a = axis % x.ndim
                 outer, inner = math.prod(x.shape[:a]), math.prod(x.shape[a + 1:])
                 if inner == 1:  # channels last: (1, outer, C) with weight strides (0, 0, 1)
