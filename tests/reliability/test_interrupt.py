@@ -23,6 +23,11 @@ import _thread, json, os, signal, threading, time
 import numpy as np, leakyops
 from refs import assert_same, random_values, ref_leaky_relu, ref_leaky_relu_backward, ref_prelu
 
+# a job started in the background by a non-interactive shell inherits SIGINT ignored, and
+# Python then installs no handler (interrupt_main does nothing, SIGINT is dropped): the test
+# is about the library, so it installs Python's handler itself
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 N = {n}
 rng = np.random.default_rng(0)
 small = random_values(rng, (3, 5, 7), np.float16)
