@@ -354,7 +354,8 @@ def _finish(out, shape, dtype, inputs, compute, fname):
 #: arguments of exactly its types: 1-D C-contiguous aligned arrays of the view dtype.
 _SMALL: dict = {}
 _SMALL_KERNELS = {"fwd": ("lrelu_fwd_row", 2), "inplace": ("lrelu_fwd_row_inplace", 1),
-                  "bwd": ("lrelu_bwd_row", 3), "prelu": ("prelu_fwd_nd", None)}
+                  "bwd": ("lrelu_bwd_row", 3), "prelu": ("prelu_fwd_nd", None),
+                  "prelu_bwd": ("prelu_bwd_nd", None)}
 
 
 def _plain_out(out: np.ndarray, x: np.ndarray) -> bool:
@@ -389,9 +390,12 @@ def _small(op: str, slope: float, dtype, compare, fname: str):
     view = _VIEW[dtype] if dtype.itemsize == 2 else None
     name, arrays = _SMALL_KERNELS[op]
     probe = np.empty(1, view or dtype)  # typed as the kernel will be called: C, aligned
-    if arrays is None:  # prelu_fwd_nd(x3, out3, w, woff, ws0, ws1, ws2, ge): no slope
+    if op == "prelu":  # prelu_fwd_nd(x3, out3, w, woff, ws0, ws1, ws2, ge): no slope
         s = None
         probes = (probe.reshape(1, 1, 1),) * 2 + (probe, 0, 0, 0, 0, False)
+    elif op == "prelu_bwd":  # prelu_bwd_nd(g3, x3, gi3, w, acc, comp, woff, ws0, ws1, ws2, ge)
+        s, f64 = None, np.zeros((1, 2, 1))
+        probes = (probe.reshape(1, 1, 1),) * 3 + (probe, f64[0, 0], f64[0, 1], 0, 0, 0, 0, False)
     else:
         s = _slope(slope, kind, None, fname)
         probes = (probe,) * arrays + (s, False)
@@ -400,6 +404,26 @@ def _small(op: str, slope: float, dtype, compare, fname: str):
         _SMALL.clear()
     fast = _SMALL[(op, slope, dtype, compare)] = (s, view, run, _COMPARE[compare])
     return fast
+
+
+def _small_prelu_shape(x: np.ndarray, weight, axis):
+    """``(shape, ws1, ws2)`` for the small prelu paths, or None: an aligned C-contiguous
+    ``x`` with a contiguous 1-D weight of its dtype along ``axis``, seen as (outer, C, inner)
+    with weight strides (0, 1, 0), or channels last as (1, outer, C) with (0, 0, 1)."""
+    if type(weight) is not np.ndarray or weight.ndim != 1 or type(axis) is not int \
+            or weight.dtype != x.dtype:
+        return None
+    c = weight.shape[0]
+    if c < 2 or not -x.ndim <= axis < x.ndim or x.shape[axis] != c:
+        return None
+    xfl, wfl = x.flags, weight.flags
+    if not (xfl.c_contiguous and xfl.aligned and wfl.c_contiguous and wfl.aligned):
+        return None
+    a = axis % x.ndim
+    outer, inner = math.prod(x.shape[:a]), math.prod(x.shape[a + 1:])
+    if inner == 1:
+        return (1, outer, c), 0, 1
+    return (outer, c, inner), 1, 0
 
 
 def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtype=None,
@@ -606,22 +630,14 @@ def _flat_weight(weight: np.ndarray) -> np.ndarray:
 
 def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
     """``y = x if x > 0 else w[c] * x`` (see :func:`leakyops.prelu`)."""
-    if type(x) is np.ndarray and type(weight) is np.ndarray and x.size < PARALLEL_MIN \
-            and weight.ndim == 1 and weight.shape[0] > 1 and type(axis) is int \
-            and -x.ndim <= axis < x.ndim and x.shape[axis] == weight.shape[0] \
-            and weight.dtype == x.dtype:
-        # the small-array path (see leaky_relu_impl): C-contiguous x, a 1-D weight along axis
-        xfl, wfl = x.flags, weight.flags
-        if xfl.c_contiguous and xfl.aligned and wfl.c_contiguous and wfl.aligned:
+    if type(x) is np.ndarray and x.size < PARALLEL_MIN:
+        # the small-array path (see leaky_relu_impl)
+        layout = _small_prelu_shape(x, weight, axis)
+        if layout is not None:
             call = _small_call("prelu", None, x, out, (x, weight), compare, fname)
             if call is not None:
                 (_, view, run, ge), dest = call
-                a = axis % x.ndim
-                outer, inner = math.prod(x.shape[:a]), math.prod(x.shape[a + 1:])
-                if inner == 1:  # channels last: (1, outer, C) with weight strides (0, 0, 1)
-                    shape, ws1, ws2 = (1, outer, weight.shape[0]), 0, 1
-                else:
-                    shape, ws1, ws2 = (outer, weight.shape[0], inner), 1, 0
+                shape, ws1, ws2 = layout
                 xv, dv, wv = x.reshape(shape), dest.reshape(shape), weight
                 if view is not None:
                     xv, dv, wv = xv.view(view), dv.view(view), wv.view(view)
@@ -737,5 +753,25 @@ def round_grad_weight(acc, dtype) -> np.ndarray:
 
 def prelu_backward_impl(grad_output, x, weight, axis=1, *, compare=">", fname="prelu_backward"):
     """``(grad_input, grad_weight)`` (see :func:`leakyops.prelu_backward`)."""
+    if type(x) is np.ndarray and type(grad_output) is np.ndarray and 0 < x.size < PARALLEL_MIN \
+            and grad_output.shape == x.shape and grad_output.dtype == x.dtype:
+        # the small-array path (see leaky_relu_impl): the same kernel call and combine as
+        # prelu_backward_parts makes for one unthreaded chunk, so the same bits
+        gfl = grad_output.flags
+        layout = _small_prelu_shape(x, weight, axis) if gfl.c_contiguous and gfl.aligned else None
+        if layout is not None:
+            call = _small_call("prelu_bwd", None, x, None, (), compare, fname)
+            if call is not None:
+                (_, view, run, ge), grad_input = call
+                shape, ws1, ws2 = layout
+                pair = np.zeros((1, 2, weight.shape[0]))
+                gv, xv, dv, wv = grad_output.reshape(shape), x.reshape(shape), \
+                    grad_input.reshape(shape), weight
+                if view is not None:
+                    gv, xv, dv, wv = gv.view(view), xv.view(view), dv.view(view), wv.view(view)
+                run(gv, xv, dv, wv, pair[0, 0], pair[0, 1], 0, 0, ws1, ws2, ge)
+                acc = np.empty(weight.shape[0])
+                _kernels.combine_partials(pair, acc)
+                return grad_input, round_grad_weight(acc, x.dtype)
     grad_input, acc = prelu_backward_parts(grad_output, x, weight, axis, compare=compare, fname=fname)
     return grad_input, round_grad_weight(acc, grad_input.dtype)

@@ -384,6 +384,20 @@ def test_small_array_path_of_prelu(dtype):
             y = x.copy()
             assert leakyops.prelu(y, w, axis=axis, out=y) is y  # out is x
             assert_same(y, ref_prelu(x, wb))
+            # prelu_backward: the same bits as the general path (prelu_backward_parts, which
+            # has no small path), and grad_input as the reference
+            g = random_values(rng, shape, dtype)
+            for compare in (">", ">="):
+                gi, gw = _core.prelu_backward_impl(g, x, w, axis, compare=compare)
+                egi, acc = _core.prelu_backward_parts(g, x, w, axis, compare=compare)
+                assert_same(gi, egi)
+                assert_same(gw, _core.round_grad_weight(acc, dtype))
+                assert gw.shape == w.shape and gw.dtype == dtype
+            assert_same(leakyops.prelu_backward(g, x, w, axis=axis)[0], ref_prelu_backward(g, x, wb, None)[0])
+            gb = g[(0,) * (len(shape) - 1)][None] if len(shape) > 1 else g  # broadcast grad_output
+            if gb.shape != shape:
+                egi, acc = _core.prelu_backward_parts(gb, x, w, axis)
+                assert_same(leakyops.prelu_backward(gb, x, w, axis=axis)[0], egi)
     x = random_values(rng, (2, 4, 3), dtype)
     w = random_values(rng, 4, dtype)
     wb = w.reshape(1, 4, 1)
