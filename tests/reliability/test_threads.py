@@ -92,7 +92,8 @@ def test_core_all_operators_8_threads():
         assert_same(leakyops.prelu(x, w), ref_prelu(x, w.reshape(1, 3, 1)))
         gi, gw = leakyops.prelu_backward(g, x, w)
         gi1, gw1 = leakyops.prelu_backward(g, x, w)   # deterministic under contention
-        assert_same(gi, gi1) and assert_same(gw, gw1)
+        assert_same(gi, gi1)
+        assert_same(gw, gw1)
         return 6
 
     hammer("core", lambda k: None, step)
