@@ -1,4 +1,5 @@
-"""Naive, obviously-correct references and comparison helpers shared by the tests.
+"""Naive, obviously-correct references and comparison helpers shared by the tests
+(and two small helpers about the test machine and PyTorch tensors).
 
 The NumPy references compute exactly what SPEC §2 says: half types widened to float32,
 the slope rounded to float32 (float64 for float64), one rounding back to the storage type.
@@ -122,9 +123,34 @@ def to_torch(a):
     return torch.from_numpy(a.copy())
 
 
+def numpy_of(t):
+    """A tensor's values as a NumPy array of the same bits (bfloat16 as ml_dtypes'), a copy."""
+    import torch
+
+    t = t.detach().contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(BF16).copy()
+    return t.numpy().copy()
+
+
 def from_torch(t, dtype):
     import torch
 
     if t.dtype == torch.bfloat16:
         return t.float().numpy().astype(BF16)
     return t.numpy().astype(dtype)
+
+
+# ---- the test machine ---------------------------------------------------------------------
+
+
+def free_memory_gib() -> float:
+    """MemAvailable from /proc/meminfo in GiB (0 where it cannot be read)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 2 ** 20
+    except OSError:
+        pass
+    return 0.0

@@ -3,32 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+from refs import free_memory_gib
 
 import leakyops
 
 BEYOND_INT32 = 2 ** 31 + 4099
 
 
-def _free_memory_gib() -> float:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) / 2 ** 20
-    except OSError:
-        pass
-    return 0.0
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(_free_memory_gib() < 10, reason="needs about 8.5 GiB of free memory")
+@pytest.mark.skipif(free_memory_gib() < 10, reason="needs about 8.5 GiB of free memory")
 def test_more_than_2_31_elements_in_one_kernel_call():
     n = BEYOND_INT32
     x = np.empty(n, np.float16)

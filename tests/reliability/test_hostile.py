@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from refs import BF16, assert_same, special_values
+from refs import BF16, assert_same, numpy_of, special_values
 
 import leakyops
 from leakyops import _core
@@ -181,13 +181,6 @@ def tensors(draw, shape=None, dtype=None):
     return t
 
 
-def _np_of(t):
-    t = t.detach().contiguous()
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(BF16).copy()
-    return t.numpy().copy()
-
-
 # OverflowError: a Python int slope beyond float's range, exactly as PyTorch's own functions
 TORCH_ERRORS = (TypeError, ValueError, RuntimeError, NotImplementedError, OverflowError)
 
@@ -196,12 +189,12 @@ def _torch_case(name, call, inplace, ref):
     """Run ``call``; on an error check it is documented and ``inplace`` is unchanged; on
     success compare with ``ref()`` (the core on the same data)."""
     cpu = [t for t in inplace if isinstance(t, torch.Tensor) and t.device.type == "cpu"]
-    before = [_np_of(t).tobytes() for t in cpu]
+    before = [numpy_of(t).tobytes() for t in cpu]
     try:
         result = call()
     except TORCH_ERRORS as exc:
         TALLY["torch"][f"{name}: {type(exc).__name__}"] += 1
-        assert [_np_of(t).tobytes() for t in cpu] == before, f"{name}: partly written before {exc!r}"
+        assert [numpy_of(t).tobytes() for t in cpu] == before, f"{name}: partly written before {exc!r}"
         return
     expected, err = ref()
     assert err is None, f"{name}: leakyops.torch accepted what the core rejects: {err!r}"
@@ -209,7 +202,7 @@ def _torch_case(name, call, inplace, ref):
     results = result if isinstance(result, tuple) else (result,)
     expected = expected if isinstance(expected, tuple) else (expected,)
     for r, e in zip(results, expected):
-        assert_same(_np_of(r), e)
+        assert_same(numpy_of(r), e)
 
 
 @HOSTILE
@@ -226,7 +219,7 @@ def test_torch_front_end_hostile(data):
         fs = leakyops._core._slope_value(s, "ref", "negative_slope")
     except (TypeError, ValueError, OverflowError):
         pass
-    npx = _np_of(x) if isinstance(x, torch.Tensor) and x.device.type == "cpu" else None
+    npx = numpy_of(x) if isinstance(x, torch.Tensor) and x.device.type == "cpu" else None
     if op in ("leaky_relu", "leaky_relu_", "LeakyReLU"):
         inplace = op == "leaky_relu_" or (op == "LeakyReLU" and data.draw(st.booleans()))
         if op == "LeakyReLU":
@@ -241,7 +234,7 @@ def test_torch_front_end_hostile(data):
     elif op == "leaky_relu_backward":
         g = good_or(data, data.draw(tensors(shape, fdt)), st.one_of(JUNK, tensors()))
         res = data.draw(st.booleans())
-        npg = _np_of(g) if isinstance(g, torch.Tensor) and g.device.type == "cpu" else None
+        npg = numpy_of(g) if isinstance(g, torch.Tensor) and g.device.type == "cpu" else None
         _torch_case(op, lambda: lt.leaky_relu_backward(g, x, s, res), [],
                     lambda: core_ref(leakyops.leaky_relu_backward, npg, npx, fs, res)
                     if npx is not None and npg is not None and fs is not None else (None, TypeError("no ref")))
@@ -249,13 +242,13 @@ def test_torch_front_end_hostile(data):
         c = shape[1] if len(shape) >= 2 else 1
         w = good_or(data, data.draw(tensors((data.draw(st.sampled_from([c, 1])),), fdt)),
                     st.one_of(JUNK, tensors()))
-        npw = _np_of(w) if isinstance(w, torch.Tensor) and w.device.type == "cpu" else None
+        npw = numpy_of(w) if isinstance(w, torch.Tensor) and w.device.type == "cpu" else None
         if npw is not None and npw.size == 1:
             npw = npw.reshape(())
         ok_ref = npx is not None and npw is not None and (npw.ndim <= 1)
         if op == "PReLU":
             m = lt.PReLU(max(c, 1), 0.25).to(fdt)
-            npw = np.full(max(c, 1), 0.25).astype(_np_of(m.weight).dtype)
+            npw = np.full(max(c, 1), 0.25).astype(numpy_of(m.weight).dtype)
             if npw.size == 1:
                 npw = npw.reshape(())
             _torch_case(op, lambda: m(x), [], lambda: core_ref(leakyops.prelu, npx, npw)
@@ -265,7 +258,7 @@ def test_torch_front_end_hostile(data):
                         lambda: core_ref(leakyops.prelu, npx, npw) if ok_ref else (None, TypeError("no ref")))
         else:
             g = good_or(data, data.draw(tensors(shape, fdt)), st.one_of(JUNK, tensors()))
-            npg = _np_of(g) if isinstance(g, torch.Tensor) and g.device.type == "cpu" else None
+            npg = numpy_of(g) if isinstance(g, torch.Tensor) and g.device.type == "cpu" else None
 
             def ref():
                 if not ok_ref or npg is None:

@@ -15,6 +15,7 @@ import sys
 import textwrap
 
 import pytest
+from refs import free_memory_gib
 
 N = 200_000_000  # 2e8 float16 elements: 400 MB in, 400 MB out
 
@@ -81,19 +82,8 @@ print(json.dumps({{"call_s": call_s, "rounds": rounds}}))
 """
 
 
-def _free_memory_gib() -> float:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) / 2 ** 20
-    except OSError:
-        pass
-    return 0.0
-
-
 @pytest.mark.skipif(not hasattr(os, "kill") or sys.platform == "win32", reason="POSIX signals")
-@pytest.mark.skipif(_free_memory_gib() < 3, reason="needs about 1.5 GiB of free memory")
+@pytest.mark.skipif(free_memory_gib() < 3, reason="needs about 1.5 GiB of free memory")
 def test_keyboard_interrupt_during_a_long_call_leaves_the_process_usable():
     tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=tests_dir + os.pathsep + os.environ.get("PYTHONPATH", ""))

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from refs import BF16, assert_same, random_values
+from refs import BF16, assert_same, numpy_of, random_values
 
 import leakyops
 from leakyops import _config, _core
@@ -312,16 +312,10 @@ def test_onednn_compiled_partitions_executed_from_8_threads():
 
 # --------------------------------------------------------------------------- PyTorch
 def test_torch_all_operators_8_threads():
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from refs import to_torch
 
     import leakyops.torch as lt
-
-    def np_of(t):
-        t = t.detach()
-        if t.dtype == torch.bfloat16:
-            return t.view(torch.int16).numpy().view(BF16)
-        return t.numpy()
 
     def step(_, rng, i):
         if i < 0:
@@ -333,24 +327,24 @@ def test_torch_all_operators_8_threads():
         w = random_values(rng, 3, dtype, special_share=0)
         s = float(rng.uniform(-2, 2))
         tx, tg, tw = to_torch(x), to_torch(g), to_torch(w)
-        assert_same(np_of(lt.leaky_relu(tx, s)), leakyops.leaky_relu(x, s))
+        assert_same(numpy_of(lt.leaky_relu(tx, s)), leakyops.leaky_relu(x, s))
         ty = tx.clone()
         assert lt.leaky_relu_(ty, s) is ty
-        assert_same(np_of(ty), leakyops.leaky_relu(x, s))
-        assert_same(np_of(lt.leaky_relu_backward(tg, tx, s)), leakyops.leaky_relu_backward(g, x, s))
-        assert_same(np_of(lt.prelu(tx, tw)), leakyops.prelu(x, w))
+        assert_same(numpy_of(ty), leakyops.leaky_relu(x, s))
+        assert_same(numpy_of(lt.leaky_relu_backward(tg, tx, s)), leakyops.leaky_relu_backward(g, x, s))
+        assert_same(numpy_of(lt.prelu(tx, tw)), leakyops.prelu(x, w))
         gi, gw = lt.prelu_backward(tg, tx, tw)
         egi, egw = leakyops.prelu_backward(g, x, w)
-        assert_same(np_of(gi), egi)
-        assert_same(np_of(gw), egw)
+        assert_same(numpy_of(gi), egi)
+        assert_same(numpy_of(gw), egw)
         # autograd through the module drop-ins
         if dtype != np.float16 or i % 8 == 0:
             m = lt.PReLU(3, 0.25).to(tx.dtype)
             leaf = tx.clone().requires_grad_()
             m(leaf).backward(tg)
             egi, egw = leakyops.prelu_backward(g, x, np.full(3, 0.25, dtype))
-            assert_same(np_of(leaf.grad), egi)
-            assert_same(np_of(m.weight.grad), egw)
+            assert_same(numpy_of(leaf.grad), egi)
+            assert_same(numpy_of(m.weight.grad), egw)
         return 6
 
     hammer("torch", lambda k: None, step)
