@@ -39,7 +39,7 @@ def small_call_row(threads: int, rounds: int = 15) -> str:
     import leakyops
 
     x = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
-    ours_fn = lambda: leakyops.leaky_relu(x, 0.01)  # noqa: E731
+    ours_fn = lambda: leakyops.leaky_relu(x, 0.01)
     theirs_fn = None
     try:
         import torch
@@ -47,7 +47,7 @@ def small_call_row(threads: int, rounds: int = 15) -> str:
         torch.set_num_threads(threads)
         t = torch.from_numpy(x)
         f = torch.nn.functional.leaky_relu
-        theirs_fn = lambda: f(t, 0.01)  # noqa: E731
+        theirs_fn = lambda: f(t, 0.01)
         theirs_fn()
     except ImportError:
         pass
