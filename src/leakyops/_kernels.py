@@ -439,6 +439,16 @@ def _kahan_add(s, c, t):
 
 
 @njit(inline="always", **NJIT_OPTIONS)
+def _prelu_bwd_term(g, x, k, ge):
+    """The weight-gradient term of element k (float64, exact for the float32 and half kinds)."""
+    x64 = _load64(x[k])
+    g64 = _load64(g[k])
+    p = _keep(x64, ge)
+    term = 0.0 if p else x64 * g64
+    return term
+
+
+@njit(inline="always", **NJIT_OPTIONS)
 def _prelu_bwd_step(g, x, gi, s, k, ge):
     """Write gi[k] and return the weight-gradient term of element k (float64)."""
     xv = _load(x[k], gi)
@@ -446,19 +456,7 @@ def _prelu_bwd_step(g, x, gi, s, k, ge):
     p = _keep(xv, ge)
     r = gv if p else s * gv
     gi[k] = _narrow(r, gi)
-    x64 = _load64(x[k])
-    g64 = _load64(g[k])
-    term = 0.0 if p else x64 * g64
-    return term
-
-
-@njit(inline="always", **NJIT_OPTIONS)
-def _prelu_bwd_term(g, x, k, ge):
-    """The weight-gradient term of element k (float64, exact for the float32 and half kinds)."""
-    x64 = _load64(x[k])
-    g64 = _load64(g[k])
-    p = _keep(x64, ge)
-    term = 0.0 if p else x64 * g64
+    term = _prelu_bwd_term(g, x, k, ge)
     return term
 
 
