@@ -93,6 +93,9 @@ def _slope_value(value, fname: str, arg: str) -> float:
                     f"scalar or a 0-d array), got {type(value).__name__}")
 
 
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 def _slope(value, kind: str, slope_dtype, fname: str, arg: str = "negative_slope"):
     """The slope converted for a kernel computing a ``kind`` result."""
     v = _slope_value(value, fname, arg)
@@ -109,24 +112,6 @@ def _slope(value, kind: str, slope_dtype, fname: str, arg: str = "negative_slope
         return np.float32(v)
     with np.errstate(over="ignore"):  # beyond float32's range (or NaN): ±inf, like any rounding
         return np.float32(v)
-
-
-_F32_MAX = float(np.finfo(np.float32).max)
-_slope_cache: dict = {}
-
-
-def _fast_slope(value, kind: str, fname: str):
-    """:func:`_slope` for the default rounding, memoised for Python floats."""
-    if type(value) is float and value != 0.0:  # ±0.0 compare equal: never share a key
-        key = (value, kind)
-        s = _slope_cache.get(key)
-        if s is None:
-            s = _slope(value, kind, None, fname)
-            if len(_slope_cache) > 256:
-                _slope_cache.clear()
-            _slope_cache[key] = s
-        return s
-    return _slope(value, kind, None, fname)
 
 
 def _out(out, shape, fname: str) -> np.ndarray:
@@ -527,8 +512,7 @@ def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=Fals
         raise TypeError(f"{fname}: self_is_result must be a bool, got {type(self_is_result).__name__}")
     rdtype = result_dtype(g.dtype, x.dtype)
     rkind = _KIND[rdtype]
-    s = _fast_slope(negative_slope, rkind, fname) if slope_dtype is None else _slope(
-        negative_slope, rkind, slope_dtype, fname)
+    s = _slope(negative_slope, rkind, slope_dtype, fname)
     if self_is_result:
         raw = _slope_value(negative_slope, fname, "negative_slope")
         if not raw >= 0:
