@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 
@@ -488,3 +490,145 @@ def run_single(sess, kind, attrs, in_arrays, out_specs, *, in_strides=None):
             cp.destroy()
     finally:
         destroy_partitions(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the library can run on this CPU, probed in a subprocess
+#
+# oneDNN 3.2's Graph API throws a C++ exception through its C interface when no kernel exists
+# for a data type on the CPU (f16 without avx512_fp16, for instance); that aborts the whole
+# process. So before a test runs an op kind with a data type in-process, the same op kind and
+# data type run once in a child process (per test session, cached here); the test is skipped
+# when the child dies.
+
+#: Slope layouts and formats each probe runs: every kernel family the tests reach.
+_PROBE_CASES = {
+    "LeakyReLU": [((2, 3), None, {"alpha": 0.5})],
+    "PReLU": [((2, 3, 4, 5), (3,), {"data_format": "NCX"}),
+              ((2, 3, 4, 5), (5,), {"data_format": "NXC"}),
+              ((2, 3, 4, 5), (1,), {"per_channel_broadcast": False}),
+              ((2, 3, 4, 5), (3, 4, 5), {"data_format": "NCX"}),
+              ((5,), (5,), {"data_format": "NCX"})],
+    "PReLUBackward": [((2, 3, 4, 5), (3,), {"data_format": "NCX"}),
+                      ((2, 4, 5, 3), (3,), {"data_format": "NXC"}),
+                      ((2, 3, 4, 5), (1,), {}),
+                      ((2, 3, 4, 5), (3, 4, 5), {"data_format": "NCX"})],
+}
+
+_PROBE_SCRIPT = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import dnnl_oracle as o
+kind, dt = sys.argv[2], sys.argv[3]
+if o.load() is None:
+    print("absent"); sys.exit(0)
+sess = o.Session()
+for src, wei, attrs in o._PROBE_CASES[kind]:
+    x = np.linspace(-2.0, 2.0, int(np.prod(src))).reshape(src).astype(o.np_dtype(dt))
+    ins = [x] if wei is None else [x, np.full(wei, 0.25, x.dtype)]
+    outs = [(src, dt)]
+    if kind == "PReLUBackward":
+        ins.append(np.ones(src, x.dtype))
+        outs.append((wei, dt))
+    o.run_single(sess, kind, attrs, ins, outs)
+print("ok")
+"""
+
+
+def cpu_flags() -> frozenset:
+    """The CPU's feature flags as Linux lists them (empty where /proc/cpuinfo is missing)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+#: What oneDNN 3.2 asks of an x86-64 CPU before it offers kernels of a data type
+#: (``platform::has_data_type_support``): (features, what they are called here) per choice.
+_DT_NEEDS = {
+    "f16": [({"avx512_fp16"}, "avx512_fp16"),
+            ({"avx_vnni_int8", "avx_ne_convert", "avx_ifma"}, "AVX2-VNNI-2")],
+    "bf16": [({"avx512f", "avx512bw", "avx512vl", "avx512dq"}, "avx512_core"),
+             ({"avx_vnni_int8", "avx_ne_convert", "avx_ifma"}, "AVX2-VNNI-2")],
+}
+
+
+def missing_feature(dt: str, flags=None) -> str | None:
+    """Why a CPU with ``flags`` (default: this one) has no oneDNN kernels of ``dt``, or None."""
+    needs = _DT_NEEDS.get(dt)
+    flags = cpu_flags() if flags is None else flags
+    if not needs or not flags or any(feats <= flags for feats, _ in needs):
+        return None
+    return "no " + " and no ".join(name for _, name in needs)
+
+
+def isa_cap() -> str | None:
+    """The instruction-set cap set for the library in the environment, if any."""
+    return os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or None
+
+
+@functools.lru_cache(maxsize=None)
+def probe(kind: str, dt: str) -> str | None:
+    """``None`` when the library runs ``kind`` with data type ``dt`` here, else the reason."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        proc = subprocess.run([sys.executable, "-c", _PROBE_SCRIPT, here, kind, dt],
+                              capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return f"oneDNN 3.2 hung running {kind} with {dt} on this CPU (probe timed out)"
+    if proc.returncode == 0 and proc.stdout.strip().endswith(("ok", "absent")):
+        return None
+    said = [ln.strip() for ln in proc.stderr.splitlines() if "what()" in ln or "Error" in ln]
+    detail = said[0] if said else f"exit status {proc.returncode}"
+    feature = missing_feature(dt)
+    if feature is not None:
+        return f"oneDNN 3.2 has no {dt} kernels for {kind} on this CPU: {feature} ({detail})"
+    cap = isa_cap()
+    where = f" with ONEDNN_MAX_CPU_ISA={cap}" if cap else " on this CPU"
+    return f"oneDNN 3.2 cannot run {kind} with {dt}{where} ({detail})"
+
+
+def require(kind: str, dtype) -> None:
+    """Skip the calling test unless the library runs ``kind`` with ``dtype`` on this CPU."""
+    reason = probe(kind, dtype if isinstance(dtype, str) else dt_name(dtype))
+    if reason is not None:
+        import pytest
+
+        pytest.skip(reason)
+
+
+_FLUSH_SCRIPT = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import dnnl_oracle as o
+o.load()
+x = np.array([1, 0x8001, 0x7F, 0x807F, 0x80, 0x8080], np.uint16).view(o.np_dtype("bf16"))
+(y,) = o.run_single(o.Session(), "LeakyReLU", {"alpha": 1.0}, [x], [(x.shape, "bf16")])
+print(" ".join(str(int(v)) for v in y.view(np.uint16)))
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def bf16_flushes_subnormals() -> bool:
+    """Whether the library's bf16 results flush subnormals to zero on this CPU.
+
+    Asked of the library itself (LeakyReLU with alpha 1 on subnormals of both signs and the
+    smallest normals): with ``vcvtneps2bf16`` (CPUs with avx512_bf16) every f32 value below
+    2**-126 in magnitude becomes a zero of its sign; with oneDNN's emulated conversion values
+    pass unchanged. Raises when the answer is neither (the rule in docs/onednn.md is wrong).
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run([sys.executable, "-c", _FLUSH_SCRIPT, here],
+                          capture_output=True, text=True, timeout=120, check=True)
+    got = [int(v) for v in proc.stdout.split()]
+    if got == [1, 0x8001, 0x7F, 0x807F, 0x80, 0x8080]:
+        return False
+    if got == [0, 0x8000, 0, 0x8000, 0x80, 0x8080]:
+        return True
+    raise AssertionError(f"oneDNN's bf16 conversion does something unexpected: {got}")

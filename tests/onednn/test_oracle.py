@@ -1,8 +1,11 @@
 """leakyops.onednn against the real oneDNN 3.2 Graph API (ctypes), bit for bit.
 
 Skipped when ``libdnnl`` is absent (``.ci`` installs ``onednn-cpu-gomp==2023.2.0``).
-Cases the real library crashes on (documented in ``docs/onednn.md``) are not run
-in-process here; ``test_oracle_crashes.py`` pins them in a subprocess.
+Each test first asks :func:`dnnl_oracle.require` whether the library runs its op kind and
+data type on this CPU (a probe in a subprocess, once per session: oneDNN 3.2 aborts the
+process where it has no kernel, e.g. f16 without avx512_fp16) and is skipped with the
+reason otherwise. Cases the real library crashes on whatever the CPU (documented in
+``docs/onednn.md``) are not run here.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from leakyops import onednn as dg
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)]
 IDS = ["f32", "f16", "bf16"]
+BF16 = np.dtype(ml_dtypes.bfloat16)
 _UINT = {2: np.uint16, 4: np.uint32}
 
 
@@ -24,30 +28,52 @@ def bits(a):
     return a.view(_UINT[a.dtype.itemsize])
 
 
-def _flushed(got, want):
-    """Elements where oneDNN flushed a bf16 subnormal to zero and leakyops did not.
-
-    On CPUs with AVX512-BF16 (this one: AMX) oneDNN converts f32 -> bf16 with
-    ``vcvtneps2bf16``, which flushes subnormals (inputs and results) to zero; the
-    core rounds them exactly (see docs/onednn.md).
-    """
-    g = got.astype(np.float32)
-    tiny = float(ml_dtypes.finfo(got.dtype).tiny)
-    return (want.astype(np.float32) == 0) & (np.abs(g) < tiny)
-
-
 def assert_bits(got, want, *, zero_sign=True):
     """Bit equality (NaN payloads included); ``zero_sign=False`` takes +0 == -0."""
     assert got.shape == want.shape and got.dtype == want.dtype
     differ = bits(got).ravel() != bits(want).ravel()
     if not zero_sign:
         differ &= ~((got.astype(np.float32) == 0) & (want.astype(np.float32) == 0)).ravel()
-    if got.dtype == np.dtype(ml_dtypes.bfloat16):
-        differ &= ~_flushed(got, want).ravel()
     mismatch = np.flatnonzero(differ)
     assert mismatch.size == 0, (
         f"{mismatch.size} elements differ, first at {mismatch[:5]}: "
         f"got {got.ravel()[mismatch[:5]]} want {want.ravel()[mismatch[:5]]}")
+
+
+def as_library_rounds(oracle, run_graph, kind, attrs, arrays, outs):
+    """The model's results ``outs`` as the library rounds them to bf16 on this CPU.
+
+    Where the library flushes (asked of the library itself, see
+    :func:`dnnl_oracle.bf16_flushes_subnormals`: its ``vcvtneps2bf16`` conversion on CPUs
+    with avx512_bf16), every result whose float32 value lies below 2**-126 in magnitude is a
+    zero of that value's sign. The float32 values are the model's own, run on the inputs
+    widened to float32 (bf16 is computed in float32 and rounded once, so they are the values
+    before that rounding). Elsewhere, and for other dtypes, ``outs`` is returned unchanged.
+    """
+    if outs[0].dtype != BF16 or not oracle.bf16_flushes_subnormals():
+        return outs
+    wide = run_graph(kind, attrs, [a.astype(np.float32) for a in arrays], len(outs))
+    tiny = np.float32(2.0 ** -126)
+    result = []
+    for ours, f32 in zip(outs, wide):
+        flush = np.abs(f32) < tiny  # (False for NaN)
+        zero = np.where(np.signbit(f32), np.uint16(0x8000), np.uint16(0))
+        fitted = np.where(flush, zero, bits(ours).reshape(ours.shape)).astype(np.uint16)
+        result.append(fitted.view(BF16))
+    return result
+
+
+def both(oracle, session, run_graph, kind, attrs, arrays, n_out=1, out_shapes=None):
+    """``(got, want)``: the model's outputs (as the library rounds them here) and the library's.
+
+    Skips the test where the library cannot run ``kind`` with this dtype on this CPU.
+    """
+    oracle.require(kind, arrays[0].dtype)
+    dt = oracle.dt_name(arrays[0].dtype)
+    shapes = out_shapes or [arrays[0].shape] * n_out
+    want = oracle.run_single(session, kind, attrs, arrays, [(sh, dt) for sh in shapes])
+    got = run_graph(kind, attrs, arrays, n_out)
+    return as_library_rounds(oracle, run_graph, kind, attrs, arrays, got), want
 
 
 def specials(dtype):
@@ -70,6 +96,35 @@ def sample(rng, shape, dtype, *, special=True):
     return x
 
 
+@pytest.mark.parametrize("dt", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("kind", ["LeakyReLU", "PReLU", "PReLUBackward"])
+def test_probe_agrees_with_the_cpu_features(oracle, kind, dt):
+    """The probe finds an op kind missing exactly where the CPU lacks the feature it names."""
+    reason = oracle.probe(kind, dt)
+    if oracle.isa_cap():
+        pytest.skip("ONEDNN_MAX_CPU_ISA caps the library below this CPU's features")
+    assert (reason is None) == (oracle.missing_feature(dt) is None), reason
+    if reason is not None:
+        assert oracle.missing_feature(dt) in reason
+
+
+def test_skip_reasons_name_the_cpu_feature(oracle):
+    epyc = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16", "f16c"}
+    assert oracle.missing_feature("f16", epyc) == "no avx512_fp16 and no AVX2-VNNI-2"
+    assert oracle.missing_feature("bf16", epyc) is None
+    assert oracle.missing_feature("f32", epyc) is None
+    assert oracle.missing_feature("f16", epyc | {"avx512_fp16"}) is None
+    assert oracle.missing_feature("bf16", {"avx2", "f16c"}) == "no avx512_core and no AVX2-VNNI-2"
+
+
+def test_bf16_flush_follows_avx512_bf16(oracle):
+    """The library flushes bf16 subnormals exactly on CPUs with avx512_bf16 (vcvtneps2bf16)."""
+    oracle.require("LeakyReLU", BF16)
+    if oracle.isa_cap():
+        pytest.skip("ONEDNN_MAX_CPU_ISA caps the library below this CPU's features")
+    assert oracle.bf16_flushes_subnormals() == ("avx512_bf16" in oracle.cpu_flags())
+
+
 ALPHAS = [0.01, 0.5, -0.5, 2.0, -0.0, 1e-30, np.inf, -np.inf, np.nan, 0.0, 3.4e38]
 
 
@@ -78,9 +133,7 @@ ALPHAS = [0.01, 0.5, -0.5, 2.0, -0.0, 1e-30, np.inf, -np.inf, np.nan, 0.0, 3.4e3
 def test_leaky_relu_matches_onednn(oracle, oracle_session, run_graph, dtype, alpha):
     rng = np.random.default_rng(5)
     x = sample(rng, (3, 5, 7), dtype)
-    (want,) = oracle.run_single(oracle_session, "LeakyReLU", {"alpha": alpha}, [x],
-                                [(x.shape, oracle.dt_name(dtype))])
-    (got,) = run_graph("LeakyReLU", {"alpha": alpha}, [x], 1)
+    (got,), (want,) = both(oracle, oracle_session, run_graph, "LeakyReLU", {"alpha": alpha}, [x])
     assert_bits(got, want)
 
 
@@ -92,9 +145,7 @@ def test_leaky_relu_nan_payloads_and_signalling(oracle, oracle_session, run_grap
                 else [0x7FC1, 0xFFC5, 0x7F81, 0xFF88])}[dtype.itemsize]
     x = np.array(pats, _UINT[dtype.itemsize]).view(dtype)
     for alpha in (0.5, -2.0):
-        (want,) = oracle.run_single(oracle_session, "LeakyReLU", {"alpha": alpha}, [x],
-                                    [(x.shape, oracle.dt_name(dtype))])
-        (got,) = run_graph("LeakyReLU", {"alpha": alpha}, [x], 1)
+        (got,), (want,) = both(oracle, oracle_session, run_graph, "LeakyReLU", {"alpha": alpha}, [x])
         assert_bits(got, want)
 
 
@@ -102,6 +153,7 @@ def test_leaky_relu_nan_payloads_and_signalling(oracle, oracle_session, run_grap
                    "(its select sends NaN to the src branch); the core computes alpha*src, which "
                    "quiets them: needs a core compare option (docs/onednn.md)")
 def test_leaky_relu_f32_signalling_nan(oracle, oracle_session, run_graph):
+    oracle.require("LeakyReLU", "f32")
     x = np.array([0x7F800001, 0xFF800F00], np.uint32).view(np.float32)
     (want,) = oracle.run_single(oracle_session, "LeakyReLU", {"alpha": 0.5}, [x], [(x.shape, "f32")])
     assert_bits(want, x)  # the library: unchanged
@@ -110,20 +162,25 @@ def test_leaky_relu_f32_signalling_nan(oracle, oracle_session, run_graph):
 
 
 def test_bf16_subnormals(oracle, oracle_session, run_graph):
-    """Pin the one bf16 difference: oneDNN (AVX512-BF16) flushes subnormals, we do not."""
-    bf = np.dtype(ml_dtypes.bfloat16)
-    tiny = float(ml_dtypes.finfo(bf).smallest_subnormal)
-    x = np.array([tiny, -tiny, 2e-38, -2e-38], bf)  # two subnormals, two normals
+    """Pin the one CPU-dependent bf16 difference: the library's flush of subnormal results."""
+    oracle.require("LeakyReLU", BF16)
+    tiny = float(ml_dtypes.finfo(BF16).smallest_subnormal)
+    x = np.array([tiny, -4 * tiny, 2e-38, -2e-38, 1.0], BF16)  # two subnormals, normals
     (want,) = oracle.run_single(oracle_session, "LeakyReLU", {"alpha": 0.5}, [x], [(x.shape, "bf16")])
     (got,) = run_graph("LeakyReLU", {"alpha": 0.5}, [x], 1)
     # leakyops: a positive subnormal passes through, a subnormal result is kept (exact)
-    assert_bits(got[[0, 2]], x[[0, 2]])
-    half = (x[3].astype(np.float32) * np.float32(0.5)).astype(bf)  # a subnormal
-    assert got[3] == half and got[3] != 0
-    # the library: either the same (no flushing on this CPU) or ±0 exactly there
-    flushed = want.astype(np.float32) == 0
-    assert_bits(want[~flushed], got[~flushed])
-    assert set(np.flatnonzero(flushed)) <= {0, 1, 3}
+    assert_bits(got[[0, 2, 4]], x[[0, 2, 4]])
+    half = (x[[1, 3]].astype(np.float32) * np.float32(0.5)).astype(BF16)  # subnormals
+    assert_bits(got[[1, 3]], half)
+    assert (got[[1, 3]] != 0).all()
+    # the library, as asked of it: exactly these bits, or zeros of the same sign in place of
+    # the three subnormal results
+    if oracle.bf16_flushes_subnormals():
+        assert_bits(want, np.array([0.0, -0.0, 2e-38, -0.0, 1.0], BF16))
+    else:
+        assert_bits(want, got)
+    (fitted,) = as_library_rounds(oracle, run_graph, "LeakyReLU", {"alpha": 0.5}, [x], [got])
+    assert_bits(fitted, want)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
@@ -131,9 +188,7 @@ def test_bf16_subnormals(oracle, oracle_session, run_graph):
                          ids=str)
 def test_leaky_relu_shapes(oracle, oracle_session, run_graph, dtype, shape):
     x = sample(np.random.default_rng(1), shape, dtype)
-    (want,) = oracle.run_single(oracle_session, "LeakyReLU", {"alpha": 0.1}, [x],
-                                [(shape, oracle.dt_name(dtype))])
-    (got,) = run_graph("LeakyReLU", {"alpha": 0.1}, [x], 1)
+    (got,), (want,) = both(oracle, oracle_session, run_graph, "LeakyReLU", {"alpha": 0.1}, [x])
     assert_bits(got, want)
 
 
@@ -179,9 +234,7 @@ def test_prelu_matches_onednn(oracle, oracle_session, run_graph, dtype, case):
     rng = np.random.default_rng(11)
     x = sample(rng, src_shape, dtype)
     w = sample(rng, wei_shape, dtype, special=False)
-    (want,) = oracle.run_single(oracle_session, "PReLU", attrs, [x, w],
-                                [(src_shape, oracle.dt_name(dtype))])
-    (got,) = run_graph("PReLU", attrs, [x, w], 1)
+    (got,), (want,) = both(oracle, oracle_session, run_graph, "PReLU", attrs, [x, w])
     # oneDNN's PReLU kernels disagree among themselves on the sign of a zero result
     # (see test_prelu_zero_sign_differs); everything else is bit-exact
     assert_bits(got, want, zero_sign=False)
@@ -194,8 +247,7 @@ def test_prelu_zero_sign_differs(oracle, oracle_session, run_graph):
     x = np.array([0.0, 1.0, -1.0, 2.0, 3.0], np.float32)
     w = np.array([-0.5, 1.0, 1.0, 1.0, 1.0], np.float32)
     attrs = {"data_format": "NCX"}
-    (want,) = oracle.run_single(oracle_session, "PReLU", attrs, [x, w], [(x.shape, "f32")])
-    (got,) = run_graph("PReLU", attrs, [x, w], 1)
+    (got,), (want,) = both(oracle, oracle_session, run_graph, "PReLU", attrs, [x, w])
     assert_bits(got, want)
 
 
@@ -205,9 +257,7 @@ def test_prelu_special_slopes(oracle, oracle_session, run_graph, dtype, slope):
     x = specials(dtype).reshape(1, -1)
     w = np.array([slope], dtype)
     attrs = {"per_channel_broadcast": False}
-    (want,) = oracle.run_single(oracle_session, "PReLU", attrs, [x, w],
-                                [(x.shape, oracle.dt_name(dtype))])
-    (got,) = run_graph("PReLU", attrs, [x, w], 1)
+    (got,), (want,) = both(oracle, oracle_session, run_graph, "PReLU", attrs, [x, w])
     assert_bits(got, want)
 
 
@@ -240,9 +290,8 @@ def test_prelu_backward_matches_onednn(oracle, oracle_session, run_graph, dtype,
     w = (rng.integers(-4, 5, wei_shape) / 4).astype(dtype)
     g = rng.integers(-3, 4, src_shape).astype(dtype)
     attrs = {"data_format": fmt}
-    want = oracle.run_single(oracle_session, "PReLUBackward", attrs, [x, w, g],
-                             [(src_shape, oracle.dt_name(dtype)), (wei_shape, oracle.dt_name(dtype))])
-    got = run_graph("PReLUBackward", attrs, [x, w, g], 2)
+    got, want = both(oracle, oracle_session, run_graph, "PReLUBackward", attrs, [x, w, g], 2,
+                     [src_shape, wei_shape])
     assert_bits(got[0], want[0], zero_sign=False)
     assert_bits(got[1], want[1], zero_sign=False)
 
@@ -257,9 +306,8 @@ def test_prelu_backward_random_close(oracle, oracle_session, run_graph, dtype):
     w = sample(rng, (3,), dtype, special=False)
     g = (sample(rng, (4, 3, 6, 7), np.dtype(np.float32), special=False) / 1024).astype(dtype)
     attrs = {"data_format": "NCX"}
-    want = oracle.run_single(oracle_session, "PReLUBackward", attrs, [x, w, g],
-                             [(x.shape, oracle.dt_name(dtype)), (w.shape, oracle.dt_name(dtype))])
-    got = run_graph("PReLUBackward", attrs, [x, w, g], 2)
+    got, want = both(oracle, oracle_session, run_graph, "PReLUBackward", attrs, [x, w, g], 2,
+                     [x.shape, w.shape])
     assert_bits(got[0], want[0], zero_sign=False)
     ref = np.where(x.astype(np.float64) > 0, 0.0,
                    x.astype(np.float64) * g.astype(np.float64)).sum(axis=(0, 2, 3))
@@ -277,9 +325,8 @@ def test_prelu_backward_special_values(oracle, oracle_session, run_graph, dtype)
     g = np.array(np.linspace(-3, 3, x.size), dtype).reshape(1, -1)
     for slope in (0.5, -0.5, 0.0, np.inf):
         w = np.array([slope], dtype)
-        want = oracle.run_single(oracle_session, "PReLUBackward", {}, [x, w, g],
-                                 [(x.shape, oracle.dt_name(dtype)), ((1,), oracle.dt_name(dtype))])
-        got = run_graph("PReLUBackward", {}, [x, w, g], 2)
+        got, want = both(oracle, oracle_session, run_graph, "PReLUBackward", {}, [x, w, g], 2,
+                         [x.shape, (1,)])
         assert_bits(got[0], want[0])
         # diff_slope sums ±inf*g and NaN*g: NaN in both
         assert np.isnan(got[1].astype(np.float32)).all() and np.isnan(want[1].astype(np.float32)).all()
@@ -326,6 +373,8 @@ def test_errors_match_onednn(oracle, oracle_session, case):
     kind, attrs, in_shapes, out_shapes, dts, status = case
     n_in = len(in_shapes)
     dts = dts or ["f32"] * (n_in + len(out_shapes))
+    if dts[0] in ("f32", "bf16", "f16"):
+        oracle.require(kind, dts[0])
     # the real library
     in_lts = [oracle.logical_tensor(i, dts[i], s) for i, s in enumerate(in_shapes)]
     out_lts = [oracle.logical_tensor(n_in + j, dts[n_in + j], s)
@@ -355,6 +404,8 @@ def test_errors_match_onednn(oracle, oracle_session, case):
 
 def test_chained_graph_matches_onednn(oracle, oracle_session):
     """LeakyReLU -> PReLU: two partitions in order, executed one after the other."""
+    oracle.require("LeakyReLU", "f32")
+    oracle.require("PReLU", "f32")
     rng = np.random.default_rng(2)
     x = sample(rng, (2, 4, 3, 3), np.dtype(np.float32))
     w = sample(rng, (4,), np.dtype(np.float32), special=False)
@@ -428,6 +479,7 @@ def test_partition_ports_and_support_match_onednn(oracle):
 
 
 def test_compile_infers_shape_like_onednn(oracle, oracle_session):
+    oracle.require("LeakyReLU", "bf16")
     o = oracle
     src, dst = o.logical_tensor(0, "bf16", (3, 4)), o.logical_tensor(1, "bf16", None, ndims=-1)
     parts = o.build_graph([o.OpSpec(1, "LeakyReLU", [src], [dst], {"alpha": 0.1})])
