@@ -414,16 +414,14 @@ def prelu_fwd_nd(x, out, w, woff, ws0, ws1, ws2, ge):
 # prelu backward, one pass: gi = g if keep(x) else w * g ;  dw[w] += (0 if keep(x) else x * g)
 # The weight-gradient terms are formed and summed in float64 (x * g is exact there for the
 # float32 and half kinds). Sums are compensated (Kahan): ``acc`` and ``comp`` are float64
-# views broadcast like ``w``, and the sum is ``acc - comp``. Within a row the terms are summed
-# in vectorised blocks whose sums are added compensated. For the float32 and half kinds the
-# terms are exact and the blocks long (far below the result's precision); for float64 data
-# the terms are rounded products and the blocks short (64), so the error is a few ulps of the
-# block's absolute sum and does not grow with the row's length (a pairwise sum's grows with
-# log2 n). (A four-lane Kahan sum per element was as accurate but compute-bound: 6.8 GB/s on
-# one thread against 16.1 for the blocks.)
+# views broadcast like ``w``, and the sum is ``acc - comp``. Within a row, the float32 and half
+# kinds sum their exact terms in vectorised blocks whose sums are added compensated (far below
+# the result's precision); float64 data, whose terms are rounded, sums them in eight
+# compensated lanes (``_prelu_bwd_row_reduce_lanes``), so the error is a few ulps of the
+# absolute sum, does not grow with the row's length, and does not depend on the CPU.
 
-_BLOCK = 2048  # elements summed per vectorised block
-_BLOCK64 = 64  # the same for float64 data, whose terms are rounded
+_BLOCK = 2048  # elements per L1 stretch; for the float32 and half kinds, per vectorised block
+_LANES = 8  # float64 data: compensated sums in this many lanes, element k in lane k % 8
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -470,20 +468,55 @@ def _prelu_bwd_terms_sum(g, x, ge):
 
 
 @_jit
-def _prelu_bwd_row_reduce_blocks(g, x, gi, s, ge, block):
+def _prelu_bwd_row_reduce_blocks(g, x, gi, s, ge):
     # two passes over each stretch of _BLOCK elements while it is in L1: grad_input (the
-    # leaky_relu backward loop, full-width vectors), then the float64 sum of the terms in
-    # blocks of ``block``. (One loop doing both ran at 0.48 ns/element in cache for float32
-    # and 1.04 for float64; the two passes at 0.44 and 0.61.)
+    # leaky_relu backward loop, full-width vectors), then the float64 sum of the terms
     n = x.shape[0]
     total, comp = 0.0, 0.0
     for start in range(0, n, _BLOCK):
         stop = min(start + _BLOCK, n)
         lrelu_bwd_row(g[start:stop], x[start:stop], gi[start:stop], s, ge)
-        for lo in range(start, stop, block):
-            hi = min(lo + block, stop)
-            part = _prelu_bwd_terms_sum(g[lo:hi], x[lo:hi], ge)
-            total, comp = _kahan_add(total, comp, part)
+        part = _prelu_bwd_terms_sum(g[start:stop], x[start:stop], ge)
+        total, comp = _kahan_add(total, comp, part)
+    return total, comp
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _kahan_lanes(sums, comps, g, x, k, ge):
+    """Add the terms of elements k … k+7 into the eight compensated lanes."""
+    s0, s1, s2, s3, s4, s5, s6, s7 = sums
+    c0, c1, c2, c3, c4, c5, c6, c7 = comps
+    s0, c0 = _kahan_add(s0, c0, _prelu_bwd_term(g, x, k, ge))
+    s1, c1 = _kahan_add(s1, c1, _prelu_bwd_term(g, x, k + 1, ge))
+    s2, c2 = _kahan_add(s2, c2, _prelu_bwd_term(g, x, k + 2, ge))
+    s3, c3 = _kahan_add(s3, c3, _prelu_bwd_term(g, x, k + 3, ge))
+    s4, c4 = _kahan_add(s4, c4, _prelu_bwd_term(g, x, k + 4, ge))
+    s5, c5 = _kahan_add(s5, c5, _prelu_bwd_term(g, x, k + 5, ge))
+    s6, c6 = _kahan_add(s6, c6, _prelu_bwd_term(g, x, k + 6, ge))
+    s7, c7 = _kahan_add(s7, c7, _prelu_bwd_term(g, x, k + 7, ge))
+    return (s0, s1, s2, s3, s4, s5, s6, s7), (c0, c1, c2, c3, c4, c5, c6, c7)
+
+
+@_jit
+def _prelu_bwd_row_reduce_lanes(g, x, gi, s, ge):
+    # float64 data, whose terms are rounded products: every term goes into one of eight
+    # compensated (Kahan) sums, element k into lane k % 8, and the lanes are added
+    # compensated at the end. The order is written out here, not left to the vectoriser,
+    # so the bits do not depend on the CPU's vector width.
+    n = x.shape[0]
+    zero = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    sums, comps = zero, zero
+    for start in range(0, n, _BLOCK):
+        stop = min(start + _BLOCK, n)
+        lrelu_bwd_row(g[start:stop], x[start:stop], gi[start:stop], s, ge)
+        for k in range(start, stop - _LANES + 1, _LANES):
+            sums, comps = _kahan_lanes(sums, comps, g, x, k, ge)
+    total, comp = 0.0, 0.0
+    for k in range(n - n % _LANES, n):  # the tail, in order
+        total, comp = _kahan_add(total, comp, _prelu_bwd_term(g, x, k, ge))
+    for lane in range(_LANES):
+        total, comp = _kahan_add(total, comp, sums[lane])
+        total, comp = _kahan_add(total, comp, -comps[lane])
     return total, comp
 
 
@@ -494,8 +527,8 @@ def _prelu_bwd_row_reduce(g, x, gi, s, ge):
 @overload(_prelu_bwd_row_reduce, jit_options=NJIT_OPTIONS)
 def _ol_prelu_bwd_row_reduce(g, x, gi, s, ge):
     if x.dtype == types.float64:
-        return lambda g, x, gi, s, ge: _prelu_bwd_row_reduce_blocks(g, x, gi, s, ge, _BLOCK64)
-    return lambda g, x, gi, s, ge: _prelu_bwd_row_reduce_blocks(g, x, gi, s, ge, _BLOCK)
+        return lambda g, x, gi, s, ge: _prelu_bwd_row_reduce_lanes(g, x, gi, s, ge)
+    return lambda g, x, gi, s, ge: _prelu_bwd_row_reduce_blocks(g, x, gi, s, ge)
 
 
 @_jit
