@@ -99,9 +99,14 @@ def unavailable_reason():
     return None if _lib is not None else _reason
 
 
+_STATUS = {1: "out_of_memory", 2: "invalid_arguments", 3: "unimplemented: no kernel for this "
+           "data type on this CPU", 5: "runtime_error"}
+
+
 def _check(status, what):
     if status != 0:
-        raise RuntimeError(f"oneDNN {what} failed with status {status}")
+        raise RuntimeError(f"oneDNN {what} failed with status {status} "
+                           f"({_STATUS.get(status, 'unknown')})")
 
 
 def make_leaky_relu(x: np.ndarray, alpha: float, out: np.ndarray | None = None):
