@@ -5,17 +5,29 @@ two arrays element by element and decides whether a standard passes. It does no 
 arithmetic; the errors it computes (``|actual - golden|`` and relative errors, in float64)
 are measurements.
 
+The comparison streams: :class:`Comparer` takes the data in consecutive flat chunks (C
+order) and keeps only running figures (counts, maxima, the worst elements), so checking a
+file needs memory for one chunk, not for the whole output. :func:`compare` is the one-call
+form for arrays in memory; both give the same :class:`Comparison`.
+
 The standards, and where they come from (details and links in ``docs/cli.md``):
 
 ``exact``
     Bitwise equality; any NaN equals any NaN, ``+0.0`` differs from ``-0.0``. What a port of a
-    bit-exact reference (PyTorch on the CPU, this library) must reach.
+    bit-exact reference (PyTorch on the CPU, this library) must reach. When the actual data
+    has another dtype than the golden (``verify --actual-dtype``), both are widened to a
+    common type, which is exact, and compared bit for bit there.
 ``double-thousandth``
-    Ascend's "double thousandth" (双千分之一) standard, as used by the CANN sample
-    ``verify_result.py`` scripts and operator requirement documents: every element satisfies
-    ``|a - g| <= atol + rtol * |g|``, with ``rtol = atol = 1e-3`` for float16/bfloat16 and
-    ``1e-4`` ("double ten-thousandth", 双万分之一) for float32 (and float64). NaN matches NaN,
-    infinities must match exactly.
+    The rule of the Ascend C sample scripts (``verify_result.py`` in the public
+    ``cannmirror/asc-devkit`` examples): an element fails when
+    ``np.isclose(actual, golden, rtol, atol, equal_nan=True)`` is false, i.e. when
+    ``|a - g| > atol + rtol * |g|`` (NaN equals NaN; an infinity equals only itself), and the
+    output passes when the share of failing elements is at most the error ratio ``E``.
+    Defaults: float32 ``rtol = 1e-4, atol = 1e-5, E = 1e-4``; float16 and bfloat16
+    ``rtol = 1e-3, atol = 1e-5, E = 1e-3``, computed in float32 (the samples cast bfloat16 to
+    float32 before ``np.isclose``); float64 takes float32's numbers, computed in float64.
+    The element test is done in that compute type, the way ``np.isclose`` does it on arrays
+    of that type, so the verdict is the sample's to the last bit.
 ``ratio``
     The precision standard of the msOpST operator test tool (``msopst run -err_thr
     "[threshold1,threshold2]"``, default ``[0.01, 0.05]``): an element is an error when its
@@ -40,9 +52,10 @@ import numpy as np
 
 __all__ = [
     "STANDARDS",
+    "Comparer",
     "Comparison",
     "compare",
-    "double_thousandth_tol",
+    "double_thousandth_defaults",
     "dtype_name",
     "relative_error_threshold",
 ]
@@ -58,7 +71,12 @@ REL_EPS = 1e-7
 #: How many of the worst elements a report lists.
 WORST = 10
 
+#: Elements per chunk of :func:`compare` (and of the command's file reading).
+CHUNK = 1 << 20
+
 _BF16 = np.dtype(ml_dtypes.bfloat16)
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 
 
 def dtype_name(dtype) -> str:
@@ -69,14 +87,34 @@ def dtype_name(dtype) -> str:
     return dtype.name
 
 
-def double_thousandth_tol(dtype) -> float:
-    """``rtol`` (= ``atol``) of the double-thousandth standard for ``dtype``."""
-    return 1e-3 if dtype_name(dtype) in ("float16", "bfloat16") else 1e-4
+def double_thousandth_defaults(dtype) -> tuple[float, float, float]:
+    """``(rtol, atol, error_ratio)`` of the double-thousandth standard for a golden ``dtype``.
+
+    >>> double_thousandth_defaults("float16")
+    (0.001, 1e-05, 0.001)
+    >>> double_thousandth_defaults("float32")
+    (0.0001, 1e-05, 0.0001)
+    """
+    if dtype_name(dtype) in ("float16", "bfloat16"):
+        return 1e-3, 1e-5, 1e-3
+    return 1e-4, 1e-5, 1e-4
 
 
 def relative_error_threshold(dtype) -> float:
     """The MERE threshold ``t`` of the relative-error standard (MARE must stay under ``10 t``)."""
     return {"float16": 2.0**-10, "bfloat16": 2.0**-7}.get(dtype_name(dtype), 2.0**-13)
+
+
+def _close_dtype(golden: np.dtype, actual: np.dtype) -> np.dtype:
+    """The type the double-thousandth element test runs in: float32, or float64 if either is."""
+    return _F64 if _F64 in (golden, actual) else _F32
+
+
+def _exact_dtype(golden: np.dtype, actual: np.dtype) -> np.dtype:
+    """A type both convert to exactly, for a bitwise comparison of two dtypes."""
+    if golden == actual:
+        return golden
+    return _F64 if _F64 in (golden, actual) else _F32
 
 
 @dataclasses.dataclass
@@ -99,6 +137,7 @@ class Comparison:
     inf_mismatch: int  # one side infinite and the two not equal (NaN excluded)
     worst: list  # [(index, golden, actual, abs_err, rel_err)]
     details: dict  # standard-specific numbers (mere, mare, ratio, thresholds)
+    actual_dtype: str = ""  # the actual data's dtype, when it differs from the golden's
 
     @property
     def over_fraction(self) -> float:
@@ -178,128 +217,258 @@ def _bits(a: np.ndarray) -> np.ndarray:
     return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
 
 
-def compare(actual, golden, standard: str = "exact", *, ratio_thresholds=RATIO_DEFAULT) -> Comparison:
-    """Compare ``actual`` with ``golden`` under ``standard``.
+def _check_number(name: str, value, upper: float | None = None) -> float:
+    value = float(value)
+    if not math.isfinite(value) or value < 0 or (upper is not None and value > upper):
+        bound = f" and at most {upper:g}" if upper is not None else ""
+        raise ValueError(f"{name} must be a finite number >= 0{bound}, got {value!r}")
+    return value
 
-    Both arrays must have the same number of elements and the same float dtype (the caller
-    checks and reports that); ``actual`` is read in ``golden``'s shape. Errors are measured in
-    float64.
+
+class Comparer:
+    """Compare an actual output with its golden output, chunk by chunk.
+
+    ``golden_dtype`` and ``shape`` are the golden's; ``actual_dtype`` is the actual data's
+    (default: the golden's). Feed consecutive flat chunks of both, in C order, to
+    :meth:`update` (the two chunks of one call have the same length); :meth:`result` gives
+    the :class:`Comparison`. Thresholds: ``ratio_thresholds`` for ``ratio``; ``rtol``,
+    ``atol`` and ``error_ratio`` for ``double-thousandth`` (``None``: the dtype's default).
     """
-    if standard not in STANDARDS:
-        raise ValueError(f"unknown standard {standard!r}; choose one of {', '.join(STANDARDS)}")
-    golden = np.ascontiguousarray(golden)
-    actual = np.ascontiguousarray(actual).reshape(golden.shape)
-    if actual.dtype != golden.dtype:
-        raise ValueError(f"dtype mismatch: actual {dtype_name(actual.dtype)}, golden {dtype_name(golden.dtype)}")
-    shape = golden.shape
-    n = golden.size
-    g = golden.reshape(-1).astype(np.float64)
-    a = actual.reshape(-1).astype(np.float64)
 
-    nan_g = np.isnan(g)
-    nan_a = np.isnan(a)
-    equal = (a == g) | (nan_g & nan_a)
-    finite_both = np.isfinite(g) & np.isfinite(a)
-    nonfinite_mismatch = ~equal & ~finite_both
-    inf_mismatch = nonfinite_mismatch & ~nan_g & ~nan_a
+    def __init__(self, standard: str, golden_dtype, shape, *, actual_dtype=None,
+                 ratio_thresholds=RATIO_DEFAULT, rtol=None, atol=None, error_ratio=None):
+        if standard not in STANDARDS:
+            raise ValueError(f"unknown standard {standard!r}; choose one of {', '.join(STANDARDS)}")
+        self.standard = standard
+        self.gdt = np.dtype(golden_dtype)
+        self.adt = self.gdt if actual_dtype is None else np.dtype(actual_dtype)
+        self.shape = tuple(int(d) for d in shape)
+        self.n = math.prod(self.shape)
+        self.seen = 0
+        self.over = 0
+        self.max_abs, self.max_abs_at = 0.0, 0
+        self.max_rel, self.max_rel_at = 0.0, 0
+        self.nan_g_only = self.nan_a_only = self.inf_mismatch = 0
+        self.nonfinite_mismatch = 0
+        self.worst: list = []  # (flat index, score, golden, actual, abs err, rel err)
+        # relative-error: sum, count and maximum of r over the finite golden elements
+        self.r_sum, self.r_count, self.r_max, self.r_nan = 0.0, 0, 0.0, False
+        if standard == "double-thousandth":
+            d_rtol, d_atol, d_ratio = double_thousandth_defaults(self.gdt)
+            self.rtol = d_rtol if rtol is None else _check_number("rtol", rtol)
+            self.atol = d_atol if atol is None else _check_number("atol", atol)
+            self.error_ratio = d_ratio if error_ratio is None else _check_number("error ratio", error_ratio, 1.0)
+            self.defaults = (rtol, atol, error_ratio) == (None, None, None)
+            self.close_dtype = _close_dtype(self.gdt, self.adt)
+        elif standard == "ratio":
+            self.t1, self.t2 = (float(v) for v in ratio_thresholds)
 
-    with np.errstate(all="ignore"):
-        abs_err = np.where(equal, 0.0, np.abs(a - g))
-        abs_err[nonfinite_mismatch] = np.inf
-        ag = np.abs(g)
-        # per-element relative error |a-g|/|g| (|a-g| where g == 0), as printed by the vendor
-        # sample scripts and used by the ratio standard
-        rel_err = np.where(ag > 0, abs_err / np.where(ag > 0, ag, 1.0), abs_err)
-        rel_err[equal] = 0.0
-        rel_err[nonfinite_mismatch] = np.inf
+    # ------------------------------------------------------------------ one chunk
 
-    details: dict = {}
-    if standard == "exact":
-        gb = _bits(golden.reshape(-1))
-        ab = _bits(actual.reshape(-1))
-        bad = ~((gb == ab) | (nan_g & nan_a))
-        passed = not bad.any()
-        criterion = "bitwise equal (any NaN equals any NaN; +0 and -0 differ)"
-        score = np.where(bad, np.maximum(abs_err, 1e-300), 0.0)
-        # +0 vs -0 has abs error 0 but is a mismatch: still list it
-    elif standard == "double-thousandth":
-        tol = double_thousandth_tol(golden.dtype)
+    def update(self, actual, golden) -> None:
+        """Take the next chunk of both arrays (flattened in C order)."""
+        a_raw = np.asarray(actual).reshape(-1)
+        g_raw = np.asarray(golden).reshape(-1)
+        if a_raw.size != g_raw.size:
+            raise ValueError(f"chunk sizes differ: actual {a_raw.size}, golden {g_raw.size}")
+        if a_raw.dtype != self.adt or g_raw.dtype != self.gdt:
+            raise ValueError(
+                f"dtype mismatch: actual {dtype_name(a_raw.dtype)} (declared {dtype_name(self.adt)}),"
+                f" golden {dtype_name(g_raw.dtype)} (declared {dtype_name(self.gdt)})"
+            )
+        offset = self.seen
+        if offset + g_raw.size > self.n:
+            raise ValueError(f"more than {self.n} elements given")
+        self.seen += g_raw.size
+        if not g_raw.size:
+            return
+        g = g_raw.astype(np.float64)
+        a = a_raw.astype(np.float64)
+        nan_g = np.isnan(g)
+        nan_a = np.isnan(a)
+        equal = (a == g) | (nan_g & nan_a)
+        nonfinite_mismatch = ~equal & ~(np.isfinite(g) & np.isfinite(a))
+        self.nan_g_only += int(np.count_nonzero(nan_g & ~nan_a))
+        self.nan_a_only += int(np.count_nonzero(nan_a & ~nan_g))
+        self.inf_mismatch += int(np.count_nonzero(nonfinite_mismatch & ~nan_g & ~nan_a))
+        self.nonfinite_mismatch += int(np.count_nonzero(nonfinite_mismatch))
+
         with np.errstate(all="ignore"):
-            limit = tol + tol * ag
-            bad = ~equal & ~(finite_both & (abs_err <= limit))
-            score = np.where(bad, abs_err / np.where(np.isfinite(limit), limit, 1.0), 0.0)
-        passed = not bad.any()
-        criterion = f"every element |a-g| <= atol + rtol*|g|, rtol = atol = {tol:g} ({dtype_name(golden.dtype)})"
-    elif standard == "ratio":
-        t1, t2 = (float(v) for v in ratio_thresholds)
-        bad = rel_err > t1
-        frac = float(bad.sum()) / n if n else 0.0
-        passed = frac < t2 if n else True
-        score = np.where(bad, rel_err, 0.0)
-        criterion = (
-            f"share of elements with relative error > {t1:g} must be < {t2:g}"
-            " (relative error |a-g|/|g|, |a-g| where g == 0)"
-        )
-        details = {"error ratio": frac, "threshold1": t1, "threshold2": t2}
-    else:  # relative-error
-        t = relative_error_threshold(golden.dtype)
+            abs_err = np.abs(a - g)
+            abs_err[equal] = 0.0
+            abs_err[nonfinite_mismatch] = np.inf
+            ag = np.abs(g)
+            # per-element relative error |a-g|/|g| (|a-g| where g == 0), as printed by the vendor
+            # sample scripts and used by the ratio standard
+            rel_err = np.where(ag > 0, abs_err / np.where(ag > 0, ag, 1.0), abs_err)
+            rel_err[nonfinite_mismatch] = np.inf
+
+        bad, score = getattr(self, "_" + self.standard.replace("-", "_"))(a_raw, g_raw, g, a, ag, equal,
+                                                                           nonfinite_mismatch, abs_err, rel_err)
+        self.over += int(np.count_nonzero(bad))
+        i = int(np.argmax(abs_err))
+        if abs_err[i] > self.max_abs:
+            self.max_abs, self.max_abs_at = float(abs_err[i]), offset + i
+        i = int(np.argmax(rel_err))
+        if rel_err[i] > self.max_rel:
+            self.max_rel, self.max_rel_at = float(rel_err[i]), offset + i
+        self._keep_worst(bad, score, offset, g, a, abs_err, rel_err)
+
+    def _exact(self, a_raw, g_raw, g, a, ag, equal, nonfinite_mismatch, abs_err, rel_err):
+        wide = _exact_dtype(self.gdt, self.adt)
+        ga = g_raw if g_raw.dtype == wide else g_raw.astype(wide)
+        aa = a_raw if a_raw.dtype == wide else a_raw.astype(wide)
+        bad = ~((_bits(ga) == _bits(aa)) | (np.isnan(g) & np.isnan(a)))
+        # +0 vs -0 has abs error 0 but is a mismatch: still list it
+        return bad, np.where(bad, np.maximum(abs_err, 1e-300), 0.0)
+
+    def _double_thousandth(self, a_raw, g_raw, g, a, ag, equal, nonfinite_mismatch, abs_err, rel_err):
+        ct = self.close_dtype
+        x = a_raw.astype(ct)
+        y = g_raw.astype(ct)
+        rtol, atol = ct.type(self.rtol), ct.type(self.atol)
+        with np.errstate(all="ignore"):
+            # np.isclose(x, y, rtol, atol, equal_nan=True) on arrays of type ct
+            close = (np.abs(x - y) <= atol + rtol * np.abs(y)) & np.isfinite(y)
+            close |= x == y
+            close |= np.isnan(x) & np.isnan(y)
+            bad = ~close
+            limit = self.atol + self.rtol * ag
+            score = np.where(bad, abs_err / np.where(np.isfinite(limit) & (limit > 0), limit, 1.0), 0.0)
+        return bad, score
+
+    def _ratio(self, a_raw, g_raw, g, a, ag, equal, nonfinite_mismatch, abs_err, rel_err):
+        bad = rel_err > self.t1
+        return bad, np.where(bad, rel_err, 0.0)
+
+    def _relative_error(self, a_raw, g_raw, g, a, ag, equal, nonfinite_mismatch, abs_err, rel_err):
+        t = relative_error_threshold(self.gdt)
         fin_g = np.isfinite(g)
         with np.errstate(all="ignore"):
             r = np.abs(a - g) / (ag + REL_EPS)
-        r = np.where(equal, 0.0, r)
+        r[equal] = 0.0
         r_fin = r[fin_g]
-        mere = float(r_fin.mean()) if r_fin.size else 0.0
-        mare = float(r_fin.max()) if r_fin.size else 0.0
-        if math.isnan(mere):  # a NaN actual where golden is finite
-            mere = mare = math.inf
-        mismatches = int(nonfinite_mismatch.sum())
-        passed = mismatches == 0 and mere < t and mare < 10 * t
+        if r_fin.size:
+            nan = np.isnan(r_fin)
+            if nan.any():  # a NaN actual where the golden is finite
+                self.r_nan = True
+                r_fin = r_fin[~nan]
+            if r_fin.size:
+                self.r_sum += float(r_fin.sum())
+                self.r_max = max(self.r_max, float(r_fin.max()))
+            self.r_count += int(np.count_nonzero(fin_g))
         with np.errstate(invalid="ignore"):
-            bad = (np.where(fin_g, r, 0.0) > t) | nonfinite_mismatch
-        bad = bad | (fin_g & np.isnan(r))
+            bad = (np.where(fin_g, r, 0.0) > t) | nonfinite_mismatch | (fin_g & np.isnan(r))
         score = np.where(bad, np.where(np.isnan(r) | ~fin_g, np.inf, r), 0.0)
-        criterion = (
-            f"MERE < {t:g} and MARE < {10 * t:g} ({dtype_name(golden.dtype)}; r = |a-g|/(|g|+1e-7)"
-            " over finite golden elements; NaN/inf positions must match)"
-        )
-        details = {"MERE": mere, "MARE": mare, "MERE limit": t, "MARE limit": 10 * t}
+        return bad, score
 
-    over = int(bad.sum())
-    if n:
-        i_abs = int(np.argmax(abs_err))
-        i_rel = int(np.argmax(rel_err))
-        max_abs = float(abs_err[i_abs])
-        max_rel = float(rel_err[i_rel])
-        max_abs_index = tuple(int(v) for v in np.unravel_index(i_abs, shape)) if shape else ()
-        max_rel_index = tuple(int(v) for v in np.unravel_index(i_rel, shape)) if shape else ()
-    else:
-        max_abs = max_rel = 0.0
-        max_abs_index = max_rel_index = None
-
-    worst = []
-    if over:
-        k = min(WORST, over)
+    def _keep_worst(self, bad, score, offset, g, a, abs_err, rel_err) -> None:
         cand = np.flatnonzero(bad)
-        order = np.argsort(-score[cand], kind="stable")[:k]
-        for flat in cand[order]:
-            index = tuple(int(v) for v in np.unravel_index(int(flat), shape)) if shape else ()
-            worst.append((index, float(g[flat]), float(a[flat]), float(abs_err[flat]), float(rel_err[flat])))
+        if not cand.size:
+            return
+        s = score[cand]
+        s[np.isnan(s)] = np.inf
+        if cand.size > WORST:  # the WORST largest scores (all ties with the last one kept)
+            kth = np.partition(-s, WORST - 1)[WORST - 1]
+            keep = -s <= kth
+            cand, s = cand[keep], s[keep]
+        order = np.lexsort((cand, -s))[:WORST]  # largest score first, then the smaller index
+        for j in order:
+            f = int(cand[j])
+            self.worst.append((offset + f, float(s[j]), float(g[f]), float(a[f]), float(abs_err[f]),
+                               float(rel_err[f])))
+        self.worst.sort(key=lambda w: (-w[1], w[0]))
+        del self.worst[WORST:]
 
-    return Comparison(
-        standard=standard,
-        dtype=dtype_name(golden.dtype),
-        shape=tuple(shape),
-        passed=bool(passed),
-        criterion=criterion,
-        elements=int(n),
-        over=over,
-        max_abs=max_abs,
-        max_abs_index=max_abs_index,
-        max_rel=max_rel,
-        max_rel_index=max_rel_index,
-        nan_golden_only=int((nan_g & ~nan_a).sum()),
-        nan_actual_only=int((nan_a & ~nan_g).sum()),
-        inf_mismatch=int(inf_mismatch.sum()),
-        worst=worst,
-        details=details,
-    )
+    # ------------------------------------------------------------------ the verdict
+
+    def _index(self, flat: int) -> tuple:
+        return tuple(int(v) for v in np.unravel_index(flat, self.shape)) if self.shape else ()
+
+    def result(self) -> Comparison:
+        """The comparison of everything given so far (all ``n`` elements must have been given)."""
+        if self.seen != self.n:
+            raise ValueError(f"{self.seen} of {self.n} elements given")
+        n = self.n
+        gname = dtype_name(self.gdt)
+        details: dict = {}
+        if self.standard == "exact":
+            passed = self.over == 0
+            criterion = "bitwise equal (any NaN equals any NaN; +0 and -0 differ)"
+            if self.adt != self.gdt:
+                criterion += f"; compared as {dtype_name(_exact_dtype(self.gdt, self.adt))} numbers"
+        elif self.standard == "double-thousandth":
+            share = self.over / n if n else 0.0
+            passed = share <= self.error_ratio  # the sample's test, float(count) / size <= error_tol
+            criterion = (
+                f"share of elements with |a-g| > atol + rtol*|g| at most {self.error_ratio:g}"
+                f" (np.isclose in {dtype_name(self.close_dtype)}, NaN equals NaN, an infinity only itself);"
+                f" rtol = {self.rtol:g}, atol = {self.atol:g}"
+                + (f" ({gname} defaults)" if self.defaults else " (given)")
+            )
+            details = {"rtol": self.rtol, "atol": self.atol, "error ratio": share,
+                       "error ratio limit": self.error_ratio}
+        elif self.standard == "ratio":
+            frac = self.over / n if n else 0.0
+            passed = frac < self.t2 if n else True
+            criterion = (
+                f"share of elements with relative error > {self.t1:g} must be < {self.t2:g}"
+                " (relative error |a-g|/|g|, |a-g| where g == 0)"
+            )
+            details = {"error ratio": frac, "threshold1": self.t1, "threshold2": self.t2}
+        else:  # relative-error
+            t = relative_error_threshold(self.gdt)
+            if self.r_nan:
+                mere = mare = math.inf
+            else:
+                mere = self.r_sum / self.r_count if self.r_count else 0.0
+                mare = self.r_max if self.r_count else 0.0
+            passed = self.nonfinite_mismatch == 0 and mere < t and mare < 10 * t
+            criterion = (
+                f"MERE < {t:g} and MARE < {10 * t:g} ({gname}; r = |a-g|/(|g|+1e-7)"
+                " over finite golden elements; NaN/inf positions must match)"
+            )
+            details = {"MERE": mere, "MARE": mare, "MERE limit": t, "MARE limit": 10 * t}
+        if n:
+            max_abs_index = self._index(self.max_abs_at)
+            max_rel_index = self._index(self.max_rel_at)
+        else:
+            max_abs_index = max_rel_index = None
+        return Comparison(
+            standard=self.standard,
+            dtype=gname,
+            shape=self.shape,
+            passed=bool(passed),
+            criterion=criterion,
+            elements=int(n),
+            over=int(self.over),
+            max_abs=self.max_abs,
+            max_abs_index=max_abs_index,
+            max_rel=self.max_rel,
+            max_rel_index=max_rel_index,
+            nan_golden_only=self.nan_g_only,
+            nan_actual_only=self.nan_a_only,
+            inf_mismatch=self.inf_mismatch,
+            worst=[(self._index(f), g, a, ae, re) for f, _, g, a, ae, re in self.worst],
+            details=details,
+            actual_dtype="" if self.adt == self.gdt else dtype_name(self.adt),
+        )
+
+
+def compare(actual, golden, standard: str = "exact", *, ratio_thresholds=RATIO_DEFAULT, rtol=None, atol=None,
+            error_ratio=None, chunk: int = CHUNK) -> Comparison:
+    """Compare ``actual`` with ``golden`` under ``standard`` (see :class:`Comparer`).
+
+    ``actual`` must have as many elements as ``golden`` and is read in ``golden``'s shape; its
+    dtype may differ (the values are compared as numbers, with ``golden``'s thresholds).
+    """
+    golden = np.ascontiguousarray(golden)
+    actual = np.ascontiguousarray(actual)
+    if actual.size != golden.size:
+        raise ValueError(f"size mismatch: actual {actual.size} elements, golden {golden.size}")
+    comparer = Comparer(standard, golden.dtype, golden.shape, actual_dtype=actual.dtype,
+                        ratio_thresholds=ratio_thresholds, rtol=rtol, atol=atol, error_ratio=error_ratio)
+    a, g = actual.reshape(-1), golden.reshape(-1)
+    for lo in range(0, g.size, max(1, int(chunk))):
+        comparer.update(a[lo:lo + chunk], g[lo:lo + chunk])
+    return comparer.result()
