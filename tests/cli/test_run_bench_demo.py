@@ -26,14 +26,20 @@ def test_run_two_outputs_bin_and_bfloat16(tmp_path, cli_inproc):
     case = tmp_path / "c"
     assert cli_inproc("golden", "prelu_backward", "--shape", "2,4,3", "--dtype", "bfloat16", "-o", case).returncode == 0
     ins = [case / f"{n}.npy" for n in ("grad_output", "x", "weight")]
-    base = tmp_path / "res.npy"
-    res = cli_inproc("run", "prelu_backward", *ins, "-o", base)
+    # the golden's bfloat16 .npy inputs hold uint16 bits: --dtype bfloat16 reads them as such
+    base, second = tmp_path / "res.npy", tmp_path / "res_gw.npy"
+    res = cli_inproc("run", "prelu_backward", *ins, "-o", base, second)
+    assert res.returncode == 2 and "give --dtype bfloat16" in res.stderr
+    res = cli_inproc("run", "prelu_backward", *ins, "--dtype", "bfloat16", "-o", base)
+    assert res.returncode == 2 and "2 output(s) (grad_input, grad_weight), got 1 -o path(s)" in res.stderr
+    assert not base.exists()
+    res = cli_inproc("run", "prelu_backward", *ins, "--dtype", "bf16", "-o", base, second)
     assert res.returncode == 0, res.stderr
-    second = tmp_path / "res.grad_weight.npy"
-    assert second.exists()
+    assert np.load(base).dtype == np.uint16  # plain NumPy reads the bfloat16 result as its bits
+    assert "bfloat16 bits as uint16" in res.stdout
     assert cli_inproc("verify", case, f"grad_input={base}", f"grad_weight={second}").returncode == 0
     a, b = tmp_path / "gi.bin", tmp_path / "gw.bin"
-    res = cli_inproc("run", "prelu_backward", *ins, "-o", a, b, "-q")
+    res = cli_inproc("run", "prelu_backward", *ins, "--dtype", "bfloat16", "-o", a, b, "-q")
     assert res.returncode == 0 and res.stdout == ""
     assert a.read_bytes() == (case / "grad_input.bin").read_bytes()
     assert b.read_bytes() == (case / "grad_weight.bin").read_bytes()

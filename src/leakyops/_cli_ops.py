@@ -1,0 +1,329 @@
+"""The operators as the ``leakyops`` command runs them: under a vendor's semantics, on generated data.
+
+Semantics (``golden``/``run --semantics``) decide the rules of the golden data; the
+arithmetic is always done by the core (``leakyops._core``) or, for ``onednn``, by the public
+API of ``leakyops.onednn`` (graph → compile → execute), so that the golden follows that
+model whatever it computes:
+
+``pytorch``  the core's rules (``x > 0`` keeps ``x``; the slope in the compute type) — default
+``aclnn``    the slope converted to float32 for every dtype, float64 too (the aclnn L2 code
+             converts the scalar with ``ToFloat()``); ``x > 0``
+``ascendc``  ``x >= 0`` keeps ``x`` and the scalar is rounded to the tensor's type (the Ascend C
+             ``LeakyRelu`` API)
+``onednn``   the op built as a oneDNN Graph (``LeakyReLU``, ``PReLU``, ``PReLUBackward``) and run
+             through ``leakyops.onednn``
+
+This module also generates the random inputs of ``golden`` (in chunks, with the same stream
+as one draw), including ``--values special``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from leakyops._cli_io import CHUNK, CLIError, np_dtype
+from leakyops._verify import dtype_name
+
+OPS = ("leaky_relu", "leaky_relu_", "leaky_relu_backward", "prelu", "prelu_backward")
+
+#: inputs and outputs of each operator, in the order of the function's arguments/results
+OP_INPUTS = {
+    "leaky_relu": ("x",),
+    "leaky_relu_": ("x",),
+    "leaky_relu_backward": ("grad_output", "x"),
+    "prelu": ("x", "weight"),
+    "prelu_backward": ("grad_output", "x", "weight"),
+}
+OP_OUTPUTS = {
+    "leaky_relu": ("y",),
+    "leaky_relu_": ("y",),
+    "leaky_relu_backward": ("grad_input",),
+    "prelu": ("y",),
+    "prelu_backward": ("grad_input", "grad_weight"),
+}
+SLOPE_OPS = ("leaky_relu", "leaky_relu_", "leaky_relu_backward")
+PRELU_OPS = ("prelu", "prelu_backward")
+
+SEMANTICS = ("pytorch", "aclnn", "ascendc", "onednn")
+
+#: what each semantics means, as recorded in case.json and printed by verify
+SEMANTICS_RULES = {
+    "pytorch": "x > 0 keeps x; the slope in the compute type (float32 for half types, float64 for float64)",
+    "aclnn": "x > 0 keeps x; the slope converted to float32 for every dtype, float64 too (aclnn ToFloat)",
+    "ascendc": "x >= 0 keeps x; the scalar rounded to the tensor's type (Ascend C LeakyRelu)",
+    "onednn": "run as a oneDNN Graph op through leakyops.onednn (graph, compile, execute)",
+}
+
+
+def _core():
+    from leakyops import _core as core
+
+    return core
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+# --------------------------------------------------------------------------- running an operator
+
+
+def check_semantics(op: str, semantics: str, dtype_name_: str, params: dict, ndim: int) -> None:
+    """Reject a combination the chosen vendor API cannot express (one line, exit 2)."""
+    if semantics == "aclnn" and op in PRELU_OPS and ndim >= 2 and params.get("axis", 1) not in (1, 1 - ndim):
+        raise CLIError(f"--semantics aclnn: aclnnPrelu/aclnnPreluBackward take the channel at dim 1;"
+                       f" --axis {params['axis']} has no aclnn form")
+    if semantics == "onednn":
+        if op == "leaky_relu_backward":
+            raise CLIError("--semantics onednn: oneDNN Graph has no LeakyReLU backward op"
+                           " (its ops here are LeakyReLU, PReLU and PReLUBackward)")
+        if dtype_name_ == "float64":
+            raise CLIError("--semantics onednn: oneDNN Graph has no float64 (f32, bf16 and f16 only)")
+        if op in PRELU_OPS and ndim >= 2:
+            ax = params.get("axis", 1)
+            if ax not in (1, -1, ndim - 1, 1 - ndim):
+                raise CLIError(f"--semantics onednn: oneDNN's PReLU has the channel at dim 1 (NCX) or last"
+                               f" (NXC); --axis {ax} has no oneDNN form")
+
+
+def run_op(op: str, arrays: dict, params: dict, semantics: str = "pytorch") -> tuple[dict, dict]:
+    """Run ``op`` under ``semantics``; returns ({output name: array}, notes for case.json)."""
+    try:
+        if semantics == "onednn":
+            return _run_onednn(op, arrays, params)
+        return _run_core(op, arrays, params, semantics), {}
+    except (TypeError, ValueError) as exc:
+        raise CLIError(_first_line(exc)) from None
+
+
+def _run_core(op: str, arrays: dict, params: dict, semantics: str) -> dict:
+    core = _core()
+    opts: dict = {}
+    slope_opts: dict = {}
+    if semantics == "aclnn":
+        slope_opts = {"slope_dtype": np.float32}
+    elif semantics == "ascendc":
+        opts = {"compare": ">="}
+        slope_opts = {"slope_dtype": "storage"}
+    if op == "leaky_relu":
+        return {"y": core.leaky_relu_impl(arrays["x"], params["slope"], fname="leaky_relu", **opts, **slope_opts)}
+    if op == "leaky_relu_":
+        x = np.array(arrays["x"], copy=True)
+        core.leaky_relu_impl(x, params["slope"], out=x, fname="leaky_relu_", **opts, **slope_opts)
+        return {"y": x}
+    if op == "leaky_relu_backward":
+        gi = core.leaky_relu_backward_impl(
+            arrays["grad_output"], arrays["x"], params["slope"], params.get("self_is_result", False),
+            fname="leaky_relu_backward", **opts, **slope_opts,
+        )
+        return {"grad_input": gi}
+    if op == "prelu":
+        return {"y": core.prelu_impl(arrays["x"], arrays["weight"], params.get("axis", 1), fname="prelu", **opts)}
+    if op == "prelu_backward":
+        gi, gw = core.prelu_backward_impl(
+            arrays["grad_output"], arrays["x"], arrays["weight"], params.get("axis", 1),
+            fname="prelu_backward", **opts,
+        )
+        return {"grad_input": gi, "grad_weight": gw}
+    raise CLIError(f"unknown operator {op!r}")  # pragma: no cover - argparse checks choices
+
+
+def _prelu_layout(x: np.ndarray, w: np.ndarray, axis: int) -> tuple[str, bool]:
+    """oneDNN's ``data_format`` and ``per_channel_broadcast`` for the core's (weight, axis)."""
+    if w.ndim >= 2:
+        return "NXC", False  # an n-D slope broadcasts right-aligned (rule 3 of the PReLU docs)
+    if w.size == 1 or x.ndim < 2:
+        return "NCX", False  # one shared slope, or a 1-D src: last dim or 1 (rule 2)
+    if axis % x.ndim == 1:
+        return "NCX", True
+    return "NXC", True
+
+
+def _run_onednn(op: str, arrays: dict, params: dict) -> tuple[dict, dict]:
+    from leakyops import onednn as dg
+
+    x = np.ascontiguousarray(arrays["x"])
+    check_semantics(op, "onednn", dtype_name(x.dtype), params, x.ndim)
+    try:
+        dt = dg.data_type_of(x.dtype)
+        eng = dg.Engine(dg.EngineKind.cpu, 0)
+        strm = dg.Stream(eng)
+        if op in ("leaky_relu", "leaky_relu_"):
+            src = dg.LogicalTensor(0, dt, x.shape)
+            dst = dg.LogicalTensor(1, dt, x.shape)
+            node = dg.Op(0, dg.OpKind.LeakyReLU, op, [src], [dst])
+            node.set_attr(dg.OpAttr.alpha, float(params["slope"]))
+            ins, outs = [src], [dst]
+            buf = np.array(x, copy=True)
+            in_data = [buf]
+            out_data = [buf if op == "leaky_relu_" else np.empty_like(x)]  # in place: one buffer
+            notes = {"op": "LeakyReLU", "alpha": float(np.float32(params["slope"])),
+                     "in_place": op == "leaky_relu_"}
+        else:
+            w = np.ascontiguousarray(arrays["weight"])
+            fmt, pcb = _prelu_layout(x, w, params.get("axis", 1))
+            src = dg.LogicalTensor(0, dt, x.shape)
+            wei = dg.LogicalTensor(1, dt, w.shape)
+            if op == "prelu":
+                dst = dg.LogicalTensor(2, dt, x.shape)
+                node = dg.Op(0, dg.OpKind.PReLU, op, [src, wei], [dst])
+                node.set_attr(dg.OpAttr.per_channel_broadcast, pcb)
+                ins, outs = [src, wei], [dst]
+                in_data, out_data = [x, w], [np.empty_like(x)]
+                notes = {"op": "PReLU", "data_format": fmt, "per_channel_broadcast": pcb}
+            else:
+                g = np.ascontiguousarray(np.broadcast_to(arrays["grad_output"], x.shape))
+                diff_dst = dg.LogicalTensor(2, dt, x.shape)
+                diff_src = dg.LogicalTensor(3, dt, x.shape)
+                diff_slope = dg.LogicalTensor(4, dt, w.shape)
+                node = dg.Op(0, dg.OpKind.PReLUBackward, op, [src, wei, diff_dst], [diff_src, diff_slope])
+                ins, outs = [src, wei, diff_dst], [diff_src, diff_slope]
+                in_data, out_data = [x, w, g], [np.empty_like(x), np.empty_like(w)]
+                notes = {"op": "PReLUBackward", "data_format": fmt}
+            node.set_attr(dg.OpAttr.data_format, fmt)
+        graph = dg.Graph(dg.EngineKind.cpu)
+        graph.add_op(node)
+        graph.finalize()
+        (part,) = graph.get_partitions()
+        cp = part.compile(ins, outs, eng)
+        tin = [dg.Tensor(cp.query_logical_tensor(lt.get_id()), eng, d) for lt, d in zip(ins, in_data)]
+        tout = [dg.Tensor(cp.query_logical_tensor(lt.get_id()), eng, d) for lt, d in zip(outs, out_data)]
+        cp.execute(strm, tin, tout)
+        strm.wait()
+    except dg.Error as exc:
+        raise CLIError(f"--semantics onednn: {_first_line(exc)}") from None
+    results = [t.to_numpy() for t in tout]
+    return dict(zip(OP_OUTPUTS[op], results)), {"onednn": notes}
+
+
+# --------------------------------------------------------------------------- generated data
+
+
+def special_values(dtype: np.dtype) -> np.ndarray:
+    """±0, ±inf, NaN, the smallest and largest subnormals, the smallest normal, the extremes, ±1."""
+    import ml_dtypes
+
+    fi = ml_dtypes.finfo(dtype) if dtype_name(dtype) == "bfloat16" else np.finfo(dtype)
+    sub = float(fi.smallest_subnormal)
+    tiny = float(fi.smallest_normal)
+    big = float(fi.max)
+    largest_sub = tiny - sub
+    vals = [0.0, -0.0, math.inf, -math.inf, math.nan, sub, -sub, largest_sub, -largest_sub,
+            tiny, -tiny, big, -big, 1.0, -1.0]
+    return np.array(vals, dtype=np.float64).astype(dtype)
+
+
+def _place(rng, flat: np.ndarray, positions: np.ndarray | None, values: np.ndarray) -> None:
+    """Write ``values`` (cycled) over an eighth of ``positions`` (``None``: all of ``flat``), at
+    least one of each value where there is room."""
+    size = flat.size if positions is None else positions.size
+    if not size or not values.size:
+        return
+    count = max(min(size, values.size), size // 8)
+    where = rng.permutation(size)[:count]
+    if positions is not None:
+        where = positions[where]
+    flat[where] = values[np.arange(count) % values.size]
+
+
+def random_tensor(rng, shape, dtype: np.dtype, values: str, progress=None) -> np.ndarray:
+    """N(0, 1) (``normal``, ``special``) or U(-1, 1) (``uniform``) in ``dtype``, drawn in chunks.
+
+    The chunks take the same stream as one draw of the whole shape. ``special`` then writes
+    :func:`special_values` over an eighth of the elements.
+    """
+    n = math.prod(shape)
+    out = np.empty(n, dtype)
+    for lo in range(0, n, CHUNK):
+        k = min(CHUNK, n - lo)
+        base = rng.uniform(-1.0, 1.0, size=k) if values == "uniform" else rng.standard_normal(size=k)
+        out[lo:lo + k] = base.astype(dtype)
+        if progress is not None:
+            progress.advance(k)
+    if values == "special" and n:
+        _place(rng, out, None, special_values(dtype))
+    return out.reshape(shape)
+
+
+def weight_index(x_shape: tuple, w_shape: tuple, axis: int) -> np.ndarray | None:
+    """For each element of ``x``, the flat index of the weight element (channel) it uses.
+
+    The core's weight rules: one element is shared; a 1-D weight runs along ``axis``; a weight
+    of rank >= 2 broadcasts right-aligned. ``None`` when the shapes do not fit (the core then
+    reports the error).
+    """
+    size = math.prod(w_shape)
+    if size == 1:
+        return np.zeros(x_shape, np.intp)
+    idx = np.arange(size, dtype=np.intp).reshape(w_shape)
+    try:
+        if len(w_shape) == 1:
+            if not x_shape:
+                return None
+            ax = axis % len(x_shape) if -len(x_shape) <= axis < len(x_shape) else None
+            if ax is None or x_shape[ax] != size:
+                return None
+            view = [1] * len(x_shape)
+            view[ax] = size
+            idx = idx.reshape(view)
+        return np.broadcast_to(idx, x_shape)
+    except ValueError:
+        return None
+
+
+def special_prelu_backward(rng, grad_output: np.ndarray, x: np.ndarray, weight: np.ndarray, axis: int) -> None:
+    """``--values special`` for prelu_backward, in place on ``grad_output`` and ``x``.
+
+    Every element of a channel adds to that channel's ``grad_weight``, so one NaN or infinity
+    in a channel's ``x`` (or in ``grad_output`` where ``x <= 0``) makes its sum non-finite. So
+    the non-finite values and the extremes go into about an eighth of the channels (at least
+    one; ``ceil(C/8)`` of ``C``), where they reach ``grad_input`` and those channels' sums; the
+    other channels get the finite small specials only (±0, subnormals, the smallest normal,
+    ±1), so their sums stay finite and test the reduction.
+    """
+    specials = special_values(x.dtype)
+    wide = specials.astype(np.float64)
+    benign = specials[np.isfinite(wide) & (np.abs(wide) <= 1.0)]
+    index = weight_index(x.shape, weight.shape, axis)
+    xf, gf = x.reshape(-1), grad_output.reshape(-1)
+    if index is None or gf.size != xf.size:  # shapes the core will reject: plain specials
+        _place(rng, xf, None, specials)
+        _place(rng, gf, None, specials)
+        return
+    channels = weight.size
+    wild = np.sort(rng.choice(channels, size=-(-channels // 8), replace=False))
+    in_wild = np.isin(np.ravel(index), wild)
+    for flat in (xf, gf):
+        _place(rng, flat, np.flatnonzero(in_wild), specials)
+        _place(rng, flat, np.flatnonzero(~in_wild), benign)
+
+
+def make_inputs(op: str, rng, shape: tuple, dtype_name_: str, values: str, params: dict,
+                grad_shape=None, weight_shape=None, progress=None) -> dict:
+    """The random inputs of a golden case, in the order the operator takes them."""
+    dtype = np_dtype(dtype_name_)
+    inputs: dict = {}
+    if op == "leaky_relu_backward":
+        inputs["grad_output"] = random_tensor(rng, grad_shape or shape, dtype, values, progress)
+        inputs["x"] = random_tensor(rng, shape, dtype, values, progress)
+    elif op in PRELU_OPS:
+        axis = params["axis"]
+        # weights stay ordinary numbers (in "special" mode too): specials go into x and grads
+        wvalues = "normal" if values == "special" else values
+        if op == "prelu_backward" and values == "special":
+            g = random_tensor(rng, shape, dtype, "normal", progress)
+            x = random_tensor(rng, shape, dtype, "normal", progress)
+            w = random_tensor(rng, weight_shape, dtype, wvalues)
+            special_prelu_backward(rng, g, x, w, axis)
+            inputs.update(grad_output=g, x=x, weight=w)
+        else:
+            if op == "prelu_backward":
+                inputs["grad_output"] = random_tensor(rng, shape, dtype, values, progress)
+            inputs["x"] = random_tensor(rng, shape, dtype, values, progress)
+            inputs["weight"] = random_tensor(rng, weight_shape, dtype, wvalues)
+    else:
+        inputs["x"] = random_tensor(rng, shape, dtype, values, progress)
+    return inputs
