@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
 SENTINEL = {np.dtype(np.float16): np.float16(12345.0), np.dtype(np.float32): np.float32(-7.75e6)}
@@ -35,3 +38,61 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     a, b = np.asarray(a), np.asarray(b)
     return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(
         a.view(f"u{a.dtype.itemsize}"), b.view(f"u{b.dtype.itemsize}"))
+
+
+# --- an exact oracle for one rounding: Fractions and integers only ------------------------------
+# (significand bits with the implicit one, smallest normal exponent, largest finite value)
+FORMATS = {"half": (11, -14, 65504), "bfloat16": (8, -126, (2 - 2**-7) * 2**127),
+           "float": (24, -126, (2 - 2**-23) * 2**127)}
+
+
+def _floor_log2(a: Fraction) -> int:
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    while Fraction(2) ** e > a:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= a:
+        e += 1
+    return e
+
+
+def exact_round(v: Fraction, fmt: str | None, mode: str) -> Fraction | float:
+    """Round the exact value ``v`` by ``mode`` to the float format ``fmt`` (or to an integer when
+    ``fmt`` is None). Returns a Fraction, or ±inf as a float. The sign of a zero result is the
+    sign of ``v`` (callers compare zeros separately)."""
+    neg = v < 0
+    a = -v if neg else v
+    if a == 0:
+        return Fraction(0)
+    if fmt is None:
+        q = 0
+    else:
+        p, emin, _ = FORMATS[fmt]
+        q = max(_floor_log2(a), emin) - (p - 1)
+    s = a / Fraction(2) ** q
+    t = s.numerator // s.denominator
+    rem = s - t
+    half = Fraction(1, 2)
+    if mode in ("none", "rint"):
+        up = rem > half or (rem == half and t % 2 == 1)
+    elif mode == "round":
+        up = rem >= half
+    elif mode == "trunc":
+        up = False
+    elif mode == "floor":
+        up = neg and rem > 0
+    elif mode == "ceil":
+        up = (not neg) and rem > 0
+    elif mode == "odd":
+        up = rem > 0 and t % 2 == 0
+    else:
+        raise ValueError(mode)
+    r = (t + up) * Fraction(2) ** q
+    if fmt is not None:
+        big = Fraction(FORMATS[fmt][2])
+        if r > big:
+            toward_inf = {"none": True, "rint": True, "round": True, "trunc": False, "odd": False,
+                          "floor": neg, "ceil": not neg}[mode]
+            if toward_inf:
+                return -math.inf if neg else math.inf
+            r = big
+    return -r if neg else r
