@@ -94,8 +94,9 @@ def _check_tensor(fname: str, name: str, t: object) -> None:
 
 def _check_no_internal_overlap(fname: str, t: Tensor) -> None:
     # The same rule as PyTorch's in-place ops: a broadcast (zero-stride) view
-    # cannot be written in place, several elements share one memory location.
-    if any(st == 0 and sz > 1 for st, sz in zip(t.stride(), t.shape)):
+    # cannot be written in place, several elements share one memory location (an empty
+    # tensor has no elements to share one: any strides are fine there).
+    if t.numel() and any(st == 0 and sz > 1 for st, sz in zip(t.stride(), t.shape)):
         raise RuntimeError(
             f"{fname}: unsupported operation: more than one element of the "
             f"written-to tensor refers to a single memory location (strides "
