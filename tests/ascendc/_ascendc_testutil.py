@@ -96,3 +96,25 @@ def exact_round(v: Fraction, fmt: str | None, mode: str) -> Fraction | float:
                 return -math.inf if neg else math.inf
             r = big
     return -r if neg else r
+
+
+def lane_walk(lanes: int, itemsize: int, blk: int, rep: int, repeats: int = 1,
+              selected=None, counter: int | None = None) -> list:
+    """Element indices an operand's lanes visit, in order, written out loop by loop: Normal
+    mode visits ``selected`` lanes of each of ``repeats`` repeats; Counter mode visits
+    ``counter`` elements, every lane of each repeat in turn."""
+    e = 32 // itemsize
+    out = []
+    if counter is not None:
+        r = 0
+        while len(out) < counter:
+            for j in range(lanes):
+                if len(out) == counter:
+                    break
+                out.append(r * rep * e + (j // e) * blk * e + j % e)
+            r += 1
+        return out
+    for r in range(repeats):
+        for j in (range(lanes) if selected is None else selected):
+            out.append(r * rep * e + (j // e) * blk * e + j % e)
+    return out

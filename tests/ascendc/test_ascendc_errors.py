@@ -147,7 +147,8 @@ def test_bitwise_mask_words(core):
     fdst, fsrc = _pair(ac.float32, 128)
     _raises_untouched(fdst, ac.ConstraintError, r"mask\[1\] must be 0 for a 32-bit type",
                       fdst, fsrc, 1, [1, 1], 1, (1, 1, 8, 8))
-    _raises_untouched(dst, ac.AscendCTypeError, "mask must be an int", dst, src, 1, [1, 2, 3],
+    # the vendor reads mask[0] and mask[1] ("数组长度大于等于2"): one word is too few
+    _raises_untouched(dst, ac.AscendCTypeError, "mask must be an int", dst, src, 1, [1],
                       1, (1, 1, 8, 8))
     _raises_untouched(dst, ac.ConstraintError, "continuous mode.*>= 0", dst, src, 1, -5, 1,
                       (1, 1, 8, 8))
@@ -182,9 +183,13 @@ def test_wrong_number_of_arguments(core):
         ac.LeakyRelu(dst, src, 1)
 
 
-def test_count_form_without_set_mask_needs_counter_mode(core):
+def test_dst_block_stride_zero_is_an_error(core):
+    # 高维切分.md: "dstBlkStride不支持设置为0" (undefined behaviour on the device)
     dst, src = _pair()
-    _raises_untouched(dst, ac.ConstraintError, "SetMaskCount", dst, src, 1, 64, isSetMask=False)
+    _raises_untouched(dst, ac.ConstraintError, "dstBlkStride = 0 is not supported",
+                      dst, src, 1, 128, 1, (0, 1, 8, 8))
+    _raises_untouched(dst, ac.ConstraintError, "dstBlkStride = 0 is not supported",
+                      dst, src, 1, 128, 1, ac.UnaryRepeatParams(0, 1, 8, 8))
 
 
 def test_operands_from_different_cores():

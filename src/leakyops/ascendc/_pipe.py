@@ -175,33 +175,53 @@ class TPipe:
     (500, 0, 2048)
     """
 
+    MAX_BUFFERS = 64   # QBUF_MAX_LEN: all buffers InitBuffer hands out, queues and TBufs
+
     def __init__(self):
         self.core = current_core()
         self._mark = self.core.ub.used
+        self._buffers = 0
+
+    def _reserve(self, count: int, what: str) -> None:
+        if self._buffers + count > self.MAX_BUFFERS:
+            raise ConstraintError(
+                f"{what}: this TPipe would manage {self._buffers + count} buffers; at most "
+                f"{self.MAX_BUFFERS} are allowed in one kernel (the vendor's CPU-debug build "
+                f"asserts 'Total buffer num managed by TPipe ... should be in range (0, 64]')")
 
     def InitBuffer(self, que_or_buf, *args) -> bool:
         ub = self.core.ub
         if isinstance(que_or_buf, TQue):
             if len(args) != 2:
                 raise TypeError("TPipe.InitBuffer(que, num, len): give the buffer count and length")
-            num = _check_int(args[0], "TPipe.InitBuffer: num", lo=1)
+            num = _check_int(args[0], "TPipe.InitBuffer: num", lo=1, hi=255)
             length = _check_int(args[1], "TPipe.InitBuffer: len", lo=1)
             what = f"TPipe.InitBuffer({que_or_buf.position.name} queue, {num}, {length})"
+            self._reserve(num, what)
+            if que_or_buf._addrs:
+                raise ConstraintError("TPipe.InitBuffer: this TQue already has its buffers")
             addrs = [ub.allocate(length, what) for _ in range(num)]
             que_or_buf._init(self.core, addrs, length)
+            self._buffers += num
             return True
         if isinstance(que_or_buf, TBuf):
             if len(args) != 1:
                 raise TypeError("TPipe.InitBuffer(buf, len): give the buffer length")
             length = _check_int(args[0], "TPipe.InitBuffer: len", lo=1)
             what = f"TPipe.InitBuffer({que_or_buf.position.name} TBuf, {length})"
+            self._reserve(1, what)
+            if que_or_buf._addr >= 0:
+                raise ConstraintError("TPipe.InitBuffer: this TBuf already has its buffer")
             que_or_buf._init(self.core, ub.allocate(length, what), length)
+            self._buffers += 1
             return True
         raise AscendCTypeError(f"TPipe.InitBuffer: expected a TQue or TBuf, got {que_or_buf!r}")
 
     def Destroy(self) -> None:
-        """Give this pipe's Unified Buffer back (allocations made after it go too)."""
+        """Give this pipe's Unified Buffer back (allocations made after it go too), and its
+        buffer count."""
         self.core.ub.release_to(self._mark)
+        self._buffers = 0
 
     Reset = Destroy
 

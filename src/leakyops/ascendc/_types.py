@@ -12,7 +12,7 @@ from ._errors import AscendCTypeError
 __all__ = [
     "half", "float32", "bfloat16_t", "int8_t", "uint8_t", "int16_t", "uint16_t",
     "int32_t", "uint32_t", "int64_t", "uint64_t",
-    "TPosition", "QuePosition", "MaskMode",
+    "TPosition", "QuePosition", "MaskMode", "RoundMode",
     "ONE_BLK_SIZE", "ONE_REPEAT_BYTE_SIZE", "DEFAULT_BLK_NUM", "MAX_REPEAT_TIMES",
     "MASK_PLACEHOLDER", "FULL_MASK",
 ]
@@ -71,6 +71,20 @@ UB_POSITIONS = frozenset({TPosition.VECIN, TPosition.VECOUT, TPosition.VECCALC})
 class MaskMode(enum.Enum):
     NORMAL = 0
     COUNTER = 1
+
+
+class RoundMode(enum.IntEnum):
+    """``AscendC::RoundMode`` (the values of the vendor's enum). ``CAST_HYBRID`` exists only
+    for hifloat8_t results, which are not emulated."""
+
+    CAST_NONE = 0    # CAST_RINT when the conversion loses precision, exact otherwise
+    CAST_RINT = 1    # to nearest, ties to even
+    CAST_FLOOR = 2   # towards -inf
+    CAST_CEIL = 3    # towards +inf
+    CAST_ROUND = 4   # to nearest, ties away from zero
+    CAST_TRUNC = 5   # towards zero
+    CAST_ODD = 6     # round to odd (von Neumann)
+    CAST_HYBRID = 7  # stochastic, hifloat8_t only
 
 
 def as_dtype(t, what: str) -> np.dtype:
