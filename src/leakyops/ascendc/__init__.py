@@ -1,13 +1,16 @@
 """The Ascend C vector API and kernel programming model, emulated on the CPU.
 
-Enough of Ascend C to write, run and test a LeakyRelu kernel the Ascend C way without an
-NPU: tensors in an emulated Unified Buffer (:class:`LocalTensor`), global memory as NumPy
-arrays (:class:`GlobalTensor`), :class:`TPipe` / :class:`TQue` / :class:`TBuf`,
-:func:`DataCopy` / :func:`DataCopyPad`, the vector mask (:func:`SetVectorMask`, …),
-:func:`LeakyRelu` in its three forms, and :func:`launch`, which runs a kernel function once
-per block. Names follow Ascend C. The arithmetic is done by ``leakyops``' own kernels
-(``src >= 0 -> src``, scalar in the tensor's type); see ``docs/ascendc.md`` for what is
-emulated and what is left out.
+Enough of Ascend C to write, run and test the vendor's LeakyRelu kernels the Ascend C way
+without an NPU: tensors in an emulated Unified Buffer (:class:`LocalTensor`), global memory as
+NumPy arrays (:class:`GlobalTensor`), :class:`TPipe` / :class:`TQue` / :class:`TBuf`,
+:func:`DataCopy` / :func:`DataCopyPad`, the vector mask register (:func:`SetVectorMask`, …),
+the vector instructions :func:`LeakyRelu`, :func:`Adds`, :func:`Muls`, :func:`Maxs`,
+:func:`Mins`, :func:`Add`, :func:`Sub`, :func:`Mul`, :func:`Duplicate` and :func:`Cast` in all
+their forms, pipe synchronisation (:data:`SetFlag`, :data:`WaitFlag`, :data:`PipeBarrier`)
+and :func:`launch`, which runs a kernel function once per block. Names follow Ascend C.
+The arithmetic is not done here: LeakyRelu is ``leakyops``' core (``src >= 0 -> src``,
+scalar in the tensor's type), the other instructions are ``leakyops._vector_math``; see
+``docs/ascendc.md`` for what is emulated and what is left out.
 
 >>> import numpy as np
 >>> from leakyops import ascendc as ac
@@ -33,16 +36,20 @@ from ._datacopy import (DataCopy, DataCopyExtParams, DataCopyPad, DataCopyPadExt
                         DataCopyParams)
 from ._errors import (AscendCError, AscendCTypeError, ConstraintError, QueueError,
                       UnifiedBufferOverflowError)
-from ._mask import (GetMaskMode, ResetMask, SetMaskCount, SetMaskNorm, SetVectorMask,
-                    UnaryRepeatParams)
+from ._mask import (BinaryRepeatParams, GetMaskMode, ResetMask, SetMaskCount, SetMaskNorm,
+                    SetVectorMask, UnaryRepeatParams)
 from ._pipe import LocalMemAllocator, TBuf, TPipe, TQue
-from ._sync import HardEvent, PipeBarrier, SetFlag, WaitFlag
+from ._sync import (EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6,
+                    EVENT_ID7, PIPE_ALL, PIPE_FIX, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3,
+                    PIPE_S, PIPE_V, HardEvent, InitSocState, PipeBarrier, SetFlag, WaitFlag,
+                    event_t, pipe_t)
 from ._tensor import GlobalTensor, LocalTensor
 from ._types import (DEFAULT_BLK_NUM, FULL_MASK, MASK_PLACEHOLDER, MAX_REPEAT_TIMES,
-                     ONE_BLK_SIZE, ONE_REPEAT_BYTE_SIZE, MaskMode, QuePosition, TPosition,
-                     bfloat16_t, float32, half, int8_t, int16_t, int32_t, int64_t, uint8_t,
-                     uint16_t, uint32_t, uint64_t)
-from ._vector import LeakyRelu
+                     ONE_BLK_SIZE, ONE_REPEAT_BYTE_SIZE, MaskMode, QuePosition, RoundMode,
+                     TPosition, bfloat16_t, float32, half, int8_t, int16_t, int32_t, int64_t,
+                     uint8_t, uint16_t, uint32_t, uint64_t)
+from ._vector import (CAST_TABLE, Add, Adds, Cast, Duplicate, LeakyRelu, Maxs, Mins, Mul, Muls,
+                      Sub)
 
 __all__ = [
     # memory and tensors
@@ -52,12 +59,16 @@ __all__ = [
     "TPipe", "TQue", "TBuf", "LocalMemAllocator",
     # data movement and synchronisation
     "DataCopy", "DataCopyPad", "DataCopyParams", "DataCopyExtParams", "DataCopyPadExtParams",
-    "PipeBarrier", "SetFlag", "WaitFlag", "HardEvent",
+    "PipeBarrier", "SetFlag", "WaitFlag", "HardEvent", "pipe_t", "event_t", "PIPE_S", "PIPE_V",
+    "PIPE_M", "PIPE_MTE1", "PIPE_MTE2", "PIPE_MTE3", "PIPE_ALL", "PIPE_FIX", "EVENT_ID0",
+    "EVENT_ID1", "EVENT_ID2", "EVENT_ID3", "EVENT_ID4", "EVENT_ID5", "EVENT_ID6", "EVENT_ID7",
     # vector compute and masks
-    "LeakyRelu", "UnaryRepeatParams", "SetVectorMask", "SetMaskCount", "SetMaskNorm",
-    "ResetMask", "GetMaskMode", "MaskMode", "MASK_PLACEHOLDER", "FULL_MASK",
+    "LeakyRelu", "Adds", "Muls", "Maxs", "Mins", "Add", "Sub", "Mul", "Duplicate", "Cast",
+    "RoundMode", "CAST_TABLE", "UnaryRepeatParams", "BinaryRepeatParams", "SetVectorMask",
+    "SetMaskCount", "SetMaskNorm", "ResetMask", "GetMaskMode", "MaskMode", "MASK_PLACEHOLDER",
+    "FULL_MASK",
     # launching
-    "launch", "GetBlockIdx", "GetBlockNum",
+    "launch", "GetBlockIdx", "GetBlockNum", "InitSocState",
     # types and constants
     "half", "float32", "bfloat16_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t",
     "uint32_t", "int64_t", "uint64_t", "ONE_BLK_SIZE", "ONE_REPEAT_BYTE_SIZE", "DEFAULT_BLK_NUM",

@@ -104,6 +104,7 @@ class AICore:
         self.mask_mode = MaskMode.NORMAL
         self.mask_high = FULL_MASK
         self.mask_low = FULL_MASK
+        self.flags: set = set()   # (HardEvent, eventID) raised by SetFlag, not yet waited for
 
     def reset_mask(self) -> None:
         self.mask_high = FULL_MASK
@@ -164,7 +165,9 @@ def launch(kernel, block_dim: int, *args, ub_size: int = DEFAULT_UB_SIZE, block_
     Blocks run one after another on the calling thread, each on a fresh :class:`AICore`
     (own Unified Buffer of ``ub_size`` bytes, mask reset). ``block_order`` (a permutation of
     ``range(block_dim)``) changes the order, to check that blocks do not depend on it.
-    Global memory (the NumPy arrays passed as arguments) is shared by all blocks.
+    Global memory (the NumPy arrays passed as arguments) is shared by all blocks. A block that
+    returns with a ``SetFlag`` never matched by a ``WaitFlag`` is an error (the vendor requires
+    them in pairs).
     """
     block_dim = _check_int(block_dim, "launch: block_dim", lo=1, hi=MAX_BLOCK_DIM)
     if not callable(kernel):
@@ -174,5 +177,11 @@ def launch(kernel, block_dim: int, *args, ub_size: int = DEFAULT_UB_SIZE, block_
         raise ConstraintError(
             f"launch: block_order must be a permutation of range({block_dim}), got {order}")
     for idx in order:
-        with AICore(ub_size=ub_size, block_idx=idx, block_num=block_dim):
+        with AICore(ub_size=ub_size, block_idx=idx, block_num=block_dim) as core:
             kernel(*args, **kwargs)
+            if core.flags:
+                left = ", ".join(f"SetFlag<HardEvent::{getattr(e, 'name', e)}>({i})"
+                                 for e, i in sorted(core.flags))
+                raise ConstraintError(
+                    f"launch: block {idx} returned with {left} never matched by a WaitFlag; "
+                    f"SetFlag and WaitFlag must be used in pairs")

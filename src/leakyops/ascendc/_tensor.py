@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._aicore import UnifiedBuffer, _check_int
+from ._aicore import UnifiedBuffer, _check_int, current_core
 from ._errors import AscendCTypeError, ConstraintError
-from ._types import TPosition, as_dtype, type_name
+from ._types import ONE_BLK_SIZE, UB_POSITIONS, TPosition, as_dtype, type_name
 
 __all__ = ["LocalTensor", "GlobalTensor"]
 
@@ -29,15 +29,65 @@ def _slice_bounds(key, size: int, what: str) -> tuple[int, int]:
 class LocalTensor:
     """A typed window on the Unified Buffer of one core.
 
-    Made by ``TQue.AllocTensor``, ``TBuf.Get`` or ``LocalMemAllocator.Alloc``; never owns
-    memory. ``t[i:]`` is Ascend C's ``t[i]`` (the tensor starting ``i`` elements further on,
-    whose start address may then be unaligned); :meth:`numpy` is a writable NumPy view.
+    Made by ``TQue.AllocTensor``, ``TBuf.Get`` or ``LocalMemAllocator.Alloc``, or — static
+    tensor programming — by ``LocalTensor[T](pos, addr, tileSize)`` (C++ ``LocalTensor<T>(pos,
+    addr, tileSize)``): ``tileSize`` elements of ``T`` at byte ``addr`` of the current core's
+    Unified Buffer. Never owns memory. ``t[i:]`` is Ascend C's ``t[i]`` (the tensor starting
+    ``i`` elements further on, whose start address may then be unaligned); :meth:`numpy` is a
+    writable NumPy view.
+
+    >>> from leakyops.ascendc import AICore, LocalTensor, TPosition, float32
+    >>> with AICore():
+    ...     t = LocalTensor[float32](TPosition.VECIN, 128, 32)
+    ...     (t.GetPhyAddr(), t.GetSize(), t.GetLength(), t.GetPosition().name)
+    (128, 32, 128, 'VECIN')
     """
 
     __slots__ = ("_ub", "_addr", "_dtype", "_size", "_position", "_owner")
 
-    def __init__(self, ub: UnifiedBuffer, addr: int, dtype, size: int,
+    def __class_getitem__(cls, dtype):
+        """``LocalTensor[T]``: the static-tensor constructor ``(pos, addr, tileSize)``."""
+        dt = as_dtype(dtype, "LocalTensor<T>")
+
+        def construct(pos, addr, tileSize):
+            return cls._static(dt, pos, addr, tileSize)
+
+        construct.__name__ = f"LocalTensor<{type_name(dt)}>"
+        construct.__doc__ = cls._static.__doc__
+        return construct
+
+    @classmethod
+    def _static(cls, dtype, pos, addr, tileSize) -> "LocalTensor":
+        """``LocalTensor<T>(TPosition pos, uint32_t addr, uint32_t tileSize)``: the address must
+        be 32-byte aligned and ``addr + tileSize * sizeof(T)`` inside the physical memory."""
+        what = f"LocalTensor<{type_name(dtype)}>(pos, addr, tileSize)"
+        if not isinstance(pos, TPosition):
+            raise AscendCTypeError(f"{what}: pos must be a TPosition, got {pos!r}")
+        if pos not in UB_POSITIONS:
+            raise ConstraintError(
+                f"{what}: position {pos.name} is not emulated; only the Unified Buffer positions "
+                f"VECIN, VECOUT and VECCALC are")
+        addr = _check_int(addr, f"{what}: addr", lo=0, hi=2**32 - 1)
+        size = _check_int(tileSize, f"{what}: tileSize", lo=0, hi=2**32 - 1)
+        if addr % ONE_BLK_SIZE:
+            raise ConstraintError(f"{what}: addr {addr} is not 32-byte aligned (the start address "
+                                  f"of a LocalTensor must be)")
+        ub = current_core().ub
+        if addr + size * dtype.itemsize > ub.capacity:
+            raise ConstraintError(
+                f"{what}: [{addr}, {addr + size * dtype.itemsize}) is outside the "
+                f"{ub.capacity}-byte Unified Buffer (addr + tileSize * sizeof(T) must stay "
+                f"inside the physical memory)")
+        return cls(ub, addr, dtype, size, pos)
+
+    def __init__(self, ub: UnifiedBuffer, addr: int, dtype, size: int | None = None,
                  position: TPosition = TPosition.VECCALC, owner=None):
+        if isinstance(ub, TPosition):
+            raise TypeError("LocalTensor(pos, addr, tileSize): give the element type as in C++ "
+                            "LocalTensor<T>(pos, addr, tileSize): write LocalTensor[T](pos, addr, "
+                            "tileSize)")
+        if size is None:
+            raise TypeError("LocalTensor(ub, addr, dtype, size): the size is missing")
         dtype = as_dtype(dtype, "LocalTensor")
         if not isinstance(position, TPosition):
             raise AscendCTypeError(f"LocalTensor: position must be a TPosition, got {position!r}")
