@@ -6,11 +6,14 @@ from leakyops import aclnn
 
 @pytest.fixture(autouse=True)
 def _clean_state():
-    """Every test starts on the default SoC with an empty error log, and restores both."""
+    """Every test starts on the default SoC and PreluBackward rule with an empty error log,
+    and restores all three."""
     aclnn.set_soc_version("Ascend910B")
+    aclnn.set_prelu_backward_rule("newest")
     aclnn.aclGetRecentErrMsg()
     yield
     aclnn.set_soc_version("Ascend910B")
+    aclnn.set_prelu_backward_rule("newest")
     aclnn.aclGetRecentErrMsg()
 
 

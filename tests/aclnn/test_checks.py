@@ -312,7 +312,9 @@ PRELU_BWD = [
     ("weight-not-channels", lambda: PB(weight=T((4,))), INVALID, "must be 1 or self channel size"),  # UT 021
     ("weight-empty", lambda: PB(weight=T((0,))), INVALID, "must be 1 or self channel size"),      # UT 019
     ("gw-shape", lambda: PB(gw=T((1, 3), fill=1)), INVALID, "gradWeight shape [1,3]"),
-    ("weight-multidim-gw-C", lambda: PB(weight=T((1, 3, 1))), OK, None),
+    ("weight-multidim-gw-C", lambda: PB(weight=T((1, 3, 1))), INVALID,                        # UT 038
+     "weight shape [1,3,1] should be the same as gradWeight shape [3]"),
+    ("weight-multidim-gw-same", lambda: PB(weight=T((1, 3, 1)), gw=T((1, 3, 1), fill=1)), OK, None),
     ("weight-one", lambda: PB(weight=T((1,)), gw=T((1,), fill=1)), OK, None),                    # UT 022
     ("weight-one-2d", lambda: PB(weight=T((1, 1)), gw=T((1, 1), fill=1)), OK, None),             # UT 023
     ("weight-one-gw-shape", lambda: PB(weight=T((1, 1)), gw=T((1,), fill=1)), INVALID,           # UT 024
@@ -340,6 +342,76 @@ def test_prelu_backward_soc_profiles():
     aclnn.set_soc_version("Ascend910")
     _check_first_phase(aclnn.aclnnPreluBackwardGetWorkspaceSize, PB(dtype=BF16), INVALID, "DT_BF16")
     _check_first_phase(aclnn.aclnnPreluBackwardGetWorkspaceSize, PB(dtype=np.float16), OK)
+    # SocVersion in [ASCEND910B, ASCEND910E] takes the BF16 list: A2, A3 and 950
+    for soc in ("Ascend910_93", "Ascend950"):
+        aclnn.set_soc_version(soc)
+        _check_first_phase(aclnn.aclnnPreluBackwardGetWorkspaceSize, PB(dtype=BF16), OK)
+        _check_first_phase(aclnn.aclnnPreluBackwardGetWorkspaceSize, PB(dtype=np.float64), INVALID,
+                           "DT_DOUBLE")
+
+
+def _ut(self_shape, w_shape, gw_shape, grad_shape=None):
+    """A case of ops-nn's test_aclnn_prelu_backward.cpp: shapes of self, weight, gradWeight."""
+    return PB(grad=T(self_shape if grad_shape is None else grad_shape), self=T(self_shape),
+              weight=T(w_shape), gi=T(self_shape, fill=SENTINEL), gw=T(gw_shape, fill=SENTINEL))
+
+
+# (case, self, weight, gradWeight, gradOutput, status under "newest", status under "legacy")
+PRELU_BWD_REVISIONS = [
+    ("025", (2, 4, 3, 2), (2, 2), (4,), None, INVALID, OK),
+    ("034", (1, 45000), (1, 45000), (1, 45000), (1, 1), OK, INVALID),
+    ("035", (1, 2, 3), (1, 2, 1), (1, 2, 1), None, OK, INVALID),
+    ("036", (1, 2, 3), (2,), (2,), None, OK, OK),
+    ("037", (1, 2, 3), (2, 1), (2, 1), None, INVALID, INVALID),
+    ("038", (1, 2, 3), (1, 2, 1), (2,), None, INVALID, OK),
+    ("037-legacy-gw", (1, 2, 3), (2, 1), (2,), None, INVALID, OK),
+    ("weight-C-in-dim-0", (1, 2, 3), (2, 1, 1), (2, 1, 1), None, INVALID, INVALID),
+    ("022", (2, 4, 3, 2), (1,), (1,), None, OK, OK),
+    ("024", (2, 4, 3, 2), (1, 1), (1,), None, INVALID, INVALID),
+]
+
+
+@pytest.mark.parametrize("rule", ["newest", "legacy"])
+@pytest.mark.parametrize("case", PRELU_BWD_REVISIONS, ids=[c[0] for c in PRELU_BWD_REVISIONS])
+def test_prelu_backward_rule_revisions(rule, case):
+    """The newest ops-nn unit tests (025 and 034-038 changed or added) against the older rule,
+    which stays selectable with ``set_prelu_backward_rule("legacy")``."""
+    _, self_shape, w_shape, gw_shape, grad_shape, newest, legacy = case
+    aclnn.set_prelu_backward_rule(rule)
+    assert aclnn.get_prelu_backward_rule() == rule
+    want = newest if rule == "newest" else legacy
+    _check_first_phase(aclnn.aclnnPreluBackwardGetWorkspaceSize,
+                       _ut(self_shape, w_shape, gw_shape, grad_shape), want,
+                       None if want == OK else "shape")
+
+
+def test_prelu_backward_rule_selection():
+    assert aclnn.PRELU_BACKWARD_RULES == ("newest", "legacy")
+    assert aclnn.get_prelu_backward_rule() == "newest"          # the default
+    with pytest.raises(ValueError, match="unknown rule 'v1'"):
+        aclnn.set_prelu_backward_rule("v1")
+    assert aclnn.get_prelu_backward_rule() == "newest"
+
+
+@pytest.mark.parametrize("soc", ["Ascend910_93", "Ascend950"])
+def test_a3_and_950_profiles_take_the_a2_lists(soc, h):
+    """DAV_2201 (A2, A3) and regbase (950) archs take the "910B" lists in aclnn_leaky_relu.cpp,
+    aclnn_leaky_relu_backward.cpp and aclnn_prelu.cpp."""
+    aclnn.set_soc_version(soc)
+    assert aclnn.get_soc_version() == soc == aclnn.aclrtGetSocName()
+    _check_first_phase(aclnn.aclnnLeakyReluGetWorkspaceSize,
+                       (T(dtype=BF16), S(), T(dtype=BF16, fill=SENTINEL)), OK)
+    _check_first_phase(aclnn.aclnnLeakyReluGetWorkspaceSize,
+                       (T(dtype=np.float64), S(), T(dtype=np.float64, fill=SENTINEL)), OK)
+    _check_first_phase(aclnn.aclnnLeakyReluBackwardGetWorkspaceSize,
+                       (T(dtype=BF16), T(dtype=BF16), aclnn.aclCreateScalar(0.5, aclnn.ACL_BF16),
+                        False, T(dtype=BF16, fill=SENTINEL)), OK)
+    _check_first_phase(aclnn.aclnnPreluGetWorkspaceSize,
+                       PF(self=T((2, 3, 4), dtype=BF16), weight=T((3,), dtype=BF16),
+                          out=T((2, 3, 4), dtype=BF16, fill=1)), OK)
+    _check_first_phase(aclnn.aclnnPreluGetWorkspaceSize,
+                       PF(self=T((2, 3, 4), dtype=np.float64), weight=T((3,), dtype=np.float64),
+                          out=T((2, 3, 4), dtype=np.float64, fill=1)), INVALID, "DT_DOUBLE")
 
 
 def test_prelu_backward_empty_runs_nothing(stream, h):

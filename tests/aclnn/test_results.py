@@ -242,15 +242,20 @@ def test_prelu_promotes_self_and_weight():
 @pytest.mark.parametrize("dtype", PRELU_DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("gshape,shape,wshape", [
     ((2, 3, 4), (2, 3, 4), (3,)), ((2, 3, 4), (2, 3, 4), (1,)), ((1, 3, 1), (2, 3, 4), (3,)),
-    ((5,), (5,), (1,)), ((), (), (1, 1)), ((4, 2), (4, 2), (2,)), ((2, 4, 3, 2), (2, 4, 3, 2), (1, 4, 1)),
+    ((5,), (5,), (1,)), ((), (), (1, 1)), ((4, 2), (4, 2), (2,)), ((2, 4, 3, 2), (2, 4, 3, 2), (1, 4, 1, 1)),
+    ((1, 1), (1, 45), (1, 45)), ((2, 3, 5), (2, 3, 5), (1, 3, 1)),
 ])
-def test_prelu_backward_equals_core(dtype, gshape, shape, wshape):
+@pytest.mark.parametrize("rule", ["newest", "legacy"])
+def test_prelu_backward_equals_core(dtype, gshape, shape, wshape, rule):
+    """gradWeight has weight's shape under the newest rule, (C,) under the legacy one (or the
+    weight's shape when it has one element); the values are the core's either way."""
+    aclnn.set_prelu_backward_rule(rule)
     g = data(gshape, dtype, seed=11)
     x = data(shape, dtype, seed=12)
     w = data(wshape, dtype, seed=13)
     gi = np.zeros(shape, dtype)
     c = int(np.prod(wshape))
-    gw = np.zeros(wshape if c == 1 else (c,), dtype)
+    gw = np.zeros(wshape if (c == 1 or rule == "newest") else (c,), dtype)
     launch(aclnn.aclnnPreluBackwardGetWorkspaceSize, aclnn.aclnnPreluBackward,
            aclnn.from_numpy(g), aclnn.from_numpy(x), aclnn.from_numpy(w),
            aclnn.from_numpy(gi), aclnn.from_numpy(gw))

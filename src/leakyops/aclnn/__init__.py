@@ -55,6 +55,7 @@ from ._ops import (
     aclOpExecutor,
 )
 from ._runtime import (
+    PRELU_BACKWARD_RULES,
     SOC_VERSIONS,
     DevicePtr,
     aclFinalize,
@@ -71,7 +72,9 @@ from ._runtime import (
     aclrtSetDevice,
     aclrtStream,
     aclrtSynchronizeStream,
+    get_prelu_backward_rule,
     get_soc_version,
+    set_prelu_backward_rule,
     set_soc_version,
 )
 from ._status import (
@@ -113,7 +116,8 @@ __all__ = [  # noqa: F822 -- the enum members are defined by the globals().updat
     "ACL_MEMCPY_HOST_TO_DEVICE", "ACL_MEMCPY_HOST_TO_HOST", "ACL_MEM_MALLOC_HUGE_FIRST",
     "ACL_MEM_MALLOC_HUGE_FIRST_P2P", "ACL_MEM_MALLOC_HUGE_ONLY", "ACL_MEM_MALLOC_HUGE_ONLY_P2P",
     "ACL_MEM_MALLOC_NORMAL_ONLY", "ACL_MEM_MALLOC_NORMAL_ONLY_P2P", "ACL_STRING", "ACL_SUCCESS",
-    "ACL_UINT1", "ACL_UINT16", "ACL_UINT32", "ACL_UINT64", "ACL_UINT8", "DevicePtr", "SOC_VERSIONS",
+    "ACL_UINT1", "ACL_UINT16", "ACL_UINT32", "ACL_UINT64", "ACL_UINT8", "DevicePtr",
+    "PRELU_BACKWARD_RULES", "SOC_VERSIONS",
     "aclCreateScalar", "aclCreateTensor", "aclDataType", "aclDestroyScalar", "aclDestroyTensor",
     "aclFinalize", "aclFormat", "aclGetDataType", "aclGetRecentErrMsg", "aclGetViewShape",
     "aclGetViewStrides", "aclInit", "aclOpExecutor", "aclScalar", "aclTensor",
@@ -123,6 +127,7 @@ __all__ = [  # noqa: F822 -- the enum members are defined by the globals().updat
     "aclnnPreluBackwardGetWorkspaceSize", "aclnnPreluGetWorkspaceSize", "aclrtCreateStream",
     "aclrtDestroyStream", "aclrtFree", "aclrtGetSocName", "aclrtMalloc", "aclrtMemMallocPolicy",
     "aclrtMemcpy", "aclrtMemcpyAsync", "aclrtMemcpyKind", "aclrtMemset", "aclrtResetDevice",
-    "aclrtSetDevice", "aclrtStream", "aclrtSynchronizeStream", "from_numpy", "get_soc_version",
-    "set_soc_version", "to_numpy",
+    "aclrtSetDevice", "aclrtStream", "aclrtSynchronizeStream", "from_numpy",
+    "get_prelu_backward_rule", "get_soc_version", "set_prelu_backward_rule", "set_soc_version",
+    "to_numpy",
 ]

@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import _core
 from ._objects import aclScalar, aclTensor
-from ._runtime import DevicePtr, _TaskFailed, get_soc_version, resolve_stream
+from ._runtime import (DevicePtr, _TaskFailed, get_prelu_backward_rule, get_soc_version,
+                       resolve_stream)
 from ._status import (
     ACLNN_ERR_INNER,
     ACLNN_ERR_INNER_CREATE_EXECUTOR,
@@ -41,11 +42,21 @@ F32, F16, BF16, F64 = (aclDataType.ACL_FLOAT, aclDataType.ACL_FLOAT16, aclDataTy
 I8, I16, I32, I64, U8, BOOL = (aclDataType.ACL_INT8, aclDataType.ACL_INT16, aclDataType.ACL_INT32,
                                aclDataType.ACL_INT64, aclDataType.ACL_UINT8, aclDataType.ACL_BOOL)
 
-# Support lists per SoC profile, as in the L2 sources.
-_LEAKY_TENSOR = {"Ascend910": (F32, F16, F64), "Ascend910B": (F32, F16, F64, BF16)}
-_LEAKY_BWD_SCALAR = {"Ascend910": (F32, F16, F64, I32, I64, I8, U8, BOOL, I16),
-                     "Ascend910B": (F32, F16, F64, I32, I64, I8, U8, BOOL, I16, BF16)}
-_PRELU_TENSOR = {"Ascend910": (F32, F16), "Ascend910B": (F32, F16, BF16)}
+# Support lists per SoC profile, as in the L2 sources. LeakyRelu, LeakyReluBackward and Prelu
+# take the "910B" list when the NPU arch is DAV_2201 (A2 and A3) or a regbase arch (950:
+# DAV_3510); PreluBackward when the SocVersion lies in [ASCEND910B, ASCEND910E], which in
+# ops-nn's enum order (910, 910B, 910_93, 950, 350, 910E) holds A2, A3 and 950.
+_A2_LIKE = ("Ascend910B", "Ascend910_93", "Ascend950")
+
+
+def _per_soc(training, a2):
+    return {"Ascend910": training, **{name: a2 for name in _A2_LIKE}}
+
+
+_LEAKY_TENSOR = _per_soc((F32, F16, F64), (F32, F16, F64, BF16))
+_LEAKY_BWD_SCALAR = _per_soc((F32, F16, F64, I32, I64, I8, U8, BOOL, I16),
+                             (F32, F16, F64, I32, I64, I8, U8, BOOL, I16, BF16))
+_PRELU_TENSOR = _per_soc((F32, F16), (F32, F16, BF16))
 
 
 class _Fail(Exception):
@@ -392,6 +403,20 @@ def aclnnPreluGetWorkspaceSize(self, weight, out):
 
 
 # --- PreluBackward ----------------------------------------------------------------------------
+def _check_weight_layout(weight, self, channels: int) -> None:
+    """The newest ops-nn rule for a weight of C > 1 elements: 1-D ``(C,)``, or ``self``'s rank
+    with ``C`` in dim 1 and 1 everywhere else (ops-nn UT 025, 034-037; aclnnPreluBackward.md)."""
+    dims = tuple(weight.view_dims)
+    if len(dims) == 1:
+        return
+    wanted = tuple(channels if i == 1 else 1 for i in range(self.ndim))
+    if dims != wanted:
+        raise _Fail(ACLNN_ERR_PARAM_INVALID,
+                    f"weight shape {_shape(dims)} is invalid: a weight of {channels} elements must be "
+                    f"1-D [{channels}] or have self's dim num {self.ndim} with the channel in dim 1 "
+                    f"and 1 elsewhere, i.e. {_shape(wanted)}.")
+
+
 def aclnnPreluBackwardGetWorkspaceSize(gradOutput, self, weight, gradInput, gradWeight):
     """First phase of ``aclnnPreluBackward``: ``gradInput = gradOutput if self > 0 else
     weight[c] * gradOutput``; ``gradWeight[c] = Σ (0 if self > 0 else self * gradOutput)``."""
@@ -420,9 +445,13 @@ def aclnnPreluBackwardGetWorkspaceSize(gradOutput, self, weight, gradInput, grad
             channels = self.view_dims[1] if self.ndim > 1 else 1
             if wnum != channels:
                 raise _Fail(ACLNN_ERR_PARAM_INVALID, "the number of weight elements must be 1 or self channel size")
-            if tuple(gradWeight.view_dims) != (channels,):
-                raise _Fail(ACLNN_ERR_PARAM_INVALID, f"gradWeight shape {_shape(gradWeight.view_dims)} should be "
-                                                     f"the same as expected shape {_shape((channels,))}.")
+            if get_prelu_backward_rule() == "legacy":
+                if tuple(gradWeight.view_dims) != (channels,):
+                    raise _Fail(ACLNN_ERR_PARAM_INVALID, f"gradWeight shape {_shape(gradWeight.view_dims)} should "
+                                                         f"be the same as expected shape {_shape((channels,))}.")
+            else:
+                _check_weight_layout(weight, self, channels)
+                _check_shape_equal("weight", weight, "gradWeight", gradWeight)
         else:
             _check_shape_equal("weight", weight, "gradWeight", gradWeight)
         bshape = _broadcast("self", self, "gradOutput", gradOutput)

@@ -27,7 +27,9 @@ from ._status import (
 )
 
 # --- SoC profile ----------------------------------------------------------------------------
-SOC_VERSIONS = ("Ascend910", "Ascend910B")
+# The names are ops-nn's SoC version names (its op_api unit-test platform stub maps
+# SocVersion::ASCEND910_93 to "Ascend910_93" and SocVersion::ASCEND950 to "Ascend950").
+SOC_VERSIONS = ("Ascend910", "Ascend910B", "Ascend910_93", "Ascend950")
 _soc_lock = threading.Lock()
 _soc = os.environ.get("LEAKYOPS_ACLNN_SOC", "Ascend910B")
 if _soc not in SOC_VERSIONS:  # a bad environment value falls back to the default
@@ -35,8 +37,10 @@ if _soc not in SOC_VERSIONS:  # a bad environment value falls back to the defaul
 
 
 def set_soc_version(name: str) -> None:
-    """Select the emulated SoC: ``"Ascend910"`` (Atlas training: FLOAT, FLOAT16, DOUBLE)
-    or ``"Ascend910B"`` (Atlas A2, the default; adds BF16). Takes effect for every later
+    """Select the emulated SoC: ``"Ascend910"`` (Atlas training: FLOAT, FLOAT16, DOUBLE),
+    ``"Ascend910B"`` (Atlas A2, the default; adds BF16), ``"Ascend910_93"`` (Atlas A3) or
+    ``"Ascend950"`` (Ascend 950PR/950DT). A3 and 950 take the A2 support lists in every L2
+    source this module follows (see ``docs/aclnn.md``). Takes effect for every later
     ``...GetWorkspaceSize`` call in every thread. Raises ``ValueError`` for other names
     (this is configuration of the emulator, not a C API call)."""
     global _soc
@@ -47,13 +51,42 @@ def set_soc_version(name: str) -> None:
 
 
 def get_soc_version() -> str:
-    """The emulated SoC profile, ``"Ascend910"`` or ``"Ascend910B"``."""
+    """The emulated SoC profile (one of :data:`SOC_VERSIONS`)."""
     return _soc
 
 
 def aclrtGetSocName() -> str:
     """The SoC name, as CANN's ``aclrtGetSocName`` reports it."""
     return _soc
+
+
+# --- PreluBackward rule revision ----------------------------------------------------------------
+# "newest": hicann/ops-nn's newest aclnnPreluBackward unit tests (cases 025, 034-038) and its
+#   docs: a multi-dimensional weight is (1, C, 1, ...) with self's rank; gradWeight has
+#   weight's shape.
+# "legacy": the older rule (aclnn_prelu_backward.cpp as stored, SPEC section 5): any weight
+#   with C elements; gradWeight is (C,) unless the weight has one element.
+PRELU_BACKWARD_RULES = ("newest", "legacy")
+_prelu_rule = os.environ.get("LEAKYOPS_ACLNN_PRELU_BACKWARD", "newest")
+if _prelu_rule not in PRELU_BACKWARD_RULES:
+    _prelu_rule = "newest"
+
+
+def set_prelu_backward_rule(name: str) -> None:
+    """Select which revision of ops-nn's aclnnPreluBackward shape rule to follow:
+    ``"newest"`` (the default) or ``"legacy"``; see :data:`PRELU_BACKWARD_RULES` and
+    ``docs/aclnn.md``. Also settable with ``$LEAKYOPS_ACLNN_PRELU_BACKWARD``."""
+    global _prelu_rule
+    if name not in PRELU_BACKWARD_RULES:
+        raise ValueError(f"set_prelu_backward_rule: unknown rule {name!r}; expected one of "
+                         f"{PRELU_BACKWARD_RULES}")
+    with _soc_lock:
+        _prelu_rule = name
+
+
+def get_prelu_backward_rule() -> str:
+    """The aclnnPreluBackward shape rule in effect (one of :data:`PRELU_BACKWARD_RULES`)."""
+    return _prelu_rule
 
 
 # --- init / device (no-ops kept so vendor programs port line by line) -------------------------
