@@ -4,7 +4,6 @@ examples, and the rules at ±0, ±inf and NaN."""
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import ml_dtypes
