@@ -294,8 +294,9 @@ def special_prelu_backward(rng, grad_output: np.ndarray, x: np.ndarray, weight: 
         _place(rng, gf, None, specials)
         return
     channels = weight.size
-    wild = np.sort(rng.choice(channels, size=-(-channels // 8), replace=False))
-    in_wild = np.isin(np.ravel(index), wild)
+    wild = np.zeros(channels, bool)
+    wild[rng.choice(channels, size=-(-channels // 8), replace=False)] = True
+    in_wild = wild[index].reshape(-1)
     for flat in (xf, gf):
         _place(rng, flat, np.flatnonzero(in_wild), specials)
         _place(rng, flat, np.flatnonzero(~in_wild), benign)
