@@ -325,12 +325,14 @@ def test_is_set_mask_false_counter_mode(core, dtype):
     assert ac.GetMaskMode() is ac.MaskMode.NORMAL
 
 
-def test_is_set_mask_true_ignores_the_register(core):
+def test_is_set_mask_true_overwrites_the_register(core):
     dst, src = _pair(ac.half, 128)
     src.numpy()[:] = -1
     ac.SetVectorMask(0, 1)          # only lane 0 in the register
     ac.LeakyRelu(dst, src, 2, 128, 1, (1, 1, 8, 8))
     assert np.all(dst.numpy() == -2)
+    # the call's mask (continuous 128: every bit) is what the register holds afterwards
+    assert (core.mask_high, core.mask_low) == (UINT64_MAX, UINT64_MAX)
 
 
 def test_each_launch_block_starts_with_the_default_mask():
