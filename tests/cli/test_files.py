@@ -422,3 +422,25 @@ def test_version_from_module_and_console_script():
         pytest.skip("no leakyops console script next to this Python (not installed with pip)")
     res = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=False)
     assert res.returncode == 0 and res.stdout.strip() == f"leakyops {leakyops.__version__}"
+
+
+def test_a_device_style_grad_weight_passes_the_default(tmp_path, cli_inproc):
+    """A float32 sequential sum per channel (as a simple device kernel computes it) differs from the
+    correctly rounded golden in the last bits: exact fails it, the default for grad_weight passes it."""
+    case = tmp_path / "pb"
+    assert cli_inproc("golden", "prelu_backward", "--shape", "8,64,16,16", "-o", case, "-q").returncode == 0
+    x = np.load(case / "x.npy")
+    g = np.load(case / "grad_output.npy")
+    terms = np.where(x > 0, np.float32(0), x * g).transpose(1, 0, 2, 3).reshape(64, -1)
+    device = np.zeros(64, np.float32)
+    for column in terms.T:  # one element after the other, rounding to float32 each time
+        device += column
+    golden_gw = np.load(case / "grad_weight.npy")
+    assert (device != golden_gw).sum() > 32  # most channels differ in the last bits
+    path = tmp_path / "gw.bin"
+    device.tofile(path)
+    res = cli_inproc("verify", case, case / "grad_input.bin", f"grad_weight={path}")
+    assert res.returncode == 0, res.stdout
+    assert "grad_weight (relative-error)" in res.stdout
+    res = cli_inproc("verify", case, case / "grad_input.bin", f"grad_weight={path}", "--standard", "exact")
+    assert res.returncode == 1
