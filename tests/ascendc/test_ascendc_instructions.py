@@ -338,3 +338,58 @@ def test_rejected_calls_write_nothing(core, name):
         else:
             ac.Cast(d, s0, ac.RoundMode.CAST_RINT, 65)
     assert np.all(d.numpy() == 9)
+
+
+# ------------------------------------------------------------------------ hostile arguments
+
+_JUNK = st.one_of(st.none(), st.integers(-3, 300), st.integers(2**63, 2**65), st.floats(),
+                  st.text(max_size=3), st.lists(st.integers(-1, 2**64), max_size=3),
+                  st.just({"a": 1}), st.just(np.array(3)), st.just(np.zeros((2, 2))))
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_every_instruction_refuses_junk_cleanly(data):
+    """Any mix of good and junk arguments either runs or raises an AscendCError (or TypeError
+    for a wrong argument count) before touching the Unified Buffer or the mask register."""
+    name = data.draw(st.sampled_from(["LeakyRelu", "Adds", "Muls", "Maxs", "Mins", "Add", "Sub",
+                                      "Mul", "Duplicate", "Cast"]))
+    with ac.AICore(ub_size=8192) as core:
+        alloc = ac.LocalMemAllocator()
+        dt = data.draw(st.sampled_from([ac.half, ac.float32]))
+        t = [alloc.Alloc(dt, 512) for _ in range(3)]
+        if data.draw(st.booleans()):
+            ac.SetMaskCount()
+        good_mask = data.draw(st.sampled_from([64, [3, 0], [UINT64_MAX, 0]]))
+        pick = lambda good: data.draw(st.one_of(st.just(good), _JUNK))  # noqa: E731
+        form = data.draw(st.sampled_from(["count", "mask", "wrong"]))
+        if form == "count":
+            tail = (pick(64),)
+        elif form == "mask":
+            params = (1, 1, 1, 8, 8, 8) if name in ("Add", "Sub", "Mul") else (1, 1, 8, 8)
+            tail = (pick(good_mask), pick(2), pick(params))
+            if name == "Duplicate":
+                tail = (pick(good_mask), pick(2), pick(1), pick(8))
+        else:
+            tail = tuple(data.draw(st.lists(_JUNK, max_size=5)))
+        kw = {"isSetMask": data.draw(st.one_of(st.booleans(), _JUNK))} \
+            if data.draw(st.booleans()) else {}
+        if name in ("Add", "Sub", "Mul"):
+            call = (getattr(ac, name), t[0], pick(t[1]), pick(t[2]))
+        elif name == "Duplicate":
+            call = (ac.Duplicate, t[0], pick(1.5))
+        elif name == "Cast":
+            other = alloc.Alloc(ac.float32 if dt == ac.half else ac.half, 512)
+            call = (ac.Cast, other, pick(t[1]), pick(ac.RoundMode.CAST_NONE if dt == ac.half
+                                                     else ac.RoundMode.CAST_RINT))
+        else:
+            call = (getattr(ac, name), t[0], pick(t[1]), pick(0.25))
+        ub_before = core.ub.data.copy()
+        reg_before = (core.mask_mode, core.mask_high, core.mask_low)
+        try:
+            call[0](*call[1:], *tail, **kw)
+        except (ac.AscendCError, TypeError) as exc:
+            assert isinstance(exc, ac.AscendCError) or "argument" in str(exc) or \
+                "or " in str(exc), exc
+            assert np.array_equal(core.ub.data, ub_before)
+            assert (core.mask_mode, core.mask_high, core.mask_low) == reg_before

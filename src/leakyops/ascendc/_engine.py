@@ -36,7 +36,7 @@ from ._tensor import LocalTensor
 from ._types import (FULL_MASK, MAX_REPEAT_TIMES, ONE_BLK_SIZE, ONE_REPEAT_BYTE_SIZE,
                      UB_POSITIONS, MaskMode, type_name)
 
-__all__ = ["Spec", "execute", "check_operands", "scalar_of"]
+__all__ = ["Spec", "FixedStrides", "execute", "check_operands", "scalar_of"]
 
 MAX_ELEMENTS = 1 << 20   # emulation limit on elements per call (Counter mode can ask for 2**32)
 
@@ -50,6 +50,14 @@ class Spec:
     count_set_mask: bool = True        # the count form has an isSetMask template argument
     dst_src1_accumulate: bool = False  # Add/Sub/Mul: dst may feed src1 of later repeats
     count_max: int = 2**31 - 1         # int32_t count (uint32_t for Cast)
+
+
+@dataclass(frozen=True)
+class FixedStrides:
+    """Strides given as separate arguments (Duplicate's dstBlockStride, dstRepeatStride),
+    already checked: role -> (blkStride, repStride)."""
+
+    strides: dict
 
 
 @dataclass
@@ -118,10 +126,13 @@ def _counter_count(name: str, high: int, low: int, where: str) -> int:
 
 def _call_mask_words(name: str, mask, type_lanes: int, lanes: int) -> tuple[int, int]:
     """(high, low) a mask argument puts into the register (``AscendCUtils::SetMask``)."""
+    if isinstance(mask, np.ndarray) and mask.ndim == 0:
+        mask = mask[()]
     if isinstance(mask, (int, np.integer)) and not isinstance(mask, (bool, np.bool_)):
         length = _check_int(mask, f"{name}: mask (continuous mode)", lo=0, hi=FULL_MASK)
         return device_len_bits(min(length, 2**31 - 1), type_lanes)
-    if isinstance(mask, (list, tuple, np.ndarray)) and len(mask) >= 2:
+    if (isinstance(mask, (list, tuple)) or (isinstance(mask, np.ndarray) and mask.ndim == 1)) \
+            and len(mask) >= 2:
         low = _check_int(mask[0], f"{name}: mask[0] (lanes 0-63)", lo=0, hi=FULL_MASK)
         high = _check_int(mask[1], f"{name}: mask[1] (lanes 64-127)", lo=0, hi=FULL_MASK)
         return high, low
@@ -162,8 +173,8 @@ def _plan(spec: Spec, tensors: dict, args: tuple, is_set_mask: bool, lanes: int,
         raise ConstraintError(
             f"{name}: repeatTime {repeats} is out of range: at most {MAX_REPEAT_TIMES} "
             f"(a uint8_t)")
-    if isinstance(params, dict):                          # Duplicate's separate stride args
-        strides = params
+    if isinstance(params, FixedStrides):                  # Duplicate's separate stride args
+        strides = params.strides
     else:
         strides = as_repeat_params(params, name, binary=spec.binary_params).strides()
     if is_set_mask:

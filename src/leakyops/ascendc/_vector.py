@@ -22,7 +22,8 @@ import numpy as np
 from .. import _core
 from .. import _vector_math as vm
 from ._aicore import _check_int
-from ._engine import Spec, check_operands, execute, lanes_for, scalar_of, type_check
+from ._engine import (FixedStrides, Spec, check_operands, execute, lanes_for, scalar_of,
+                      type_check)
 from ._errors import AscendCTypeError, ConstraintError
 from ._tensor import LocalTensor
 from ._types import RoundMode, bfloat16_t, float32, half, int8_t, int16_t, int32_t, int64_t, \
@@ -154,7 +155,7 @@ def Duplicate(dst: LocalTensor, scalarValue, *args, isSetMask: bool = True) -> N
             raise ConstraintError(
                 f"{name}: dstBlockStride = 0 is not supported (the vendor documents "
                 f"dstBlkStride = 0 as undefined behaviour)")
-        args = (mask, repeat_time, {"dst": (blk, rep)})
+        args = (mask, repeat_time, FixedStrides({"dst": (blk, rep)}))
     elif len(args) != 1:
         raise TypeError(
             f"{name}(dst, scalarValue, count) or {name}(dst, scalarValue, mask, repeatTime, "
