@@ -144,6 +144,37 @@ def test_doc_example_cast_bitwise_mask_high_word(core):
     assert np.all(dst.numpy() == 2)
 
 
+_HALF_FLOAT_CASTS = [(ac.float32, ac.half, m) for m in ac.RoundMode if m is not ac.RoundMode.CAST_HYBRID] \
+    + [(ac.float32, ac.float32, m) for m in (ac.RoundMode.CAST_RINT, ac.RoundMode.CAST_FLOOR,
+                                             ac.RoundMode.CAST_CEIL, ac.RoundMode.CAST_ROUND,
+                                             ac.RoundMode.CAST_TRUNC)] \
+    + [(ac.half, ac.float32, ac.RoundMode.CAST_NONE)]
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("src_t, dst_t, mode", _HALF_FLOAT_CASTS,
+                         ids=lambda v: getattr(v, "name", None) or np.dtype(v).name)
+def test_cast_half_and_float_every_mode_every_form(core, src_t, dst_t, mode, form):
+    # 512 elements: count 512; 64 lanes x 8 repeats with each operand's contiguous strides
+    n = 512
+    alloc = ac.LocalMemAllocator()
+    src, dst = alloc.Alloc(src_t, n), alloc.Alloc(dst_t, n)
+    rng = np.random.default_rng(int(mode) * 10 + len(form))
+    x = (rng.standard_normal(n) * 50).astype(src_t)
+    x[:6] = [0.5 + 2**-12, -(0.5 + 2**-12), 2.5, -2.5, 1e-7, -0.0]   # ties, tiny, signed zero
+    src.numpy()[:] = x
+    blocks = lambda t: 64 * np.dtype(t).itemsize // 32  # noqa: E731 -- blocks per repeat
+    params = (1, 1, blocks(dst_t), blocks(src_t))
+    args = {"count": (n,), "continuous": (64, 8, params),
+            "bitwise": ([UINT64_MAX, 0], 8, params)}[form]
+    ac.Cast(dst, src, mode, *args)
+    name = {ac.RoundMode.CAST_NONE: "none", ac.RoundMode.CAST_RINT: "rint",
+            ac.RoundMode.CAST_FLOOR: "floor", ac.RoundMode.CAST_CEIL: "ceil",
+            ac.RoundMode.CAST_ROUND: "round", ac.RoundMode.CAST_TRUNC: "trunc",
+            ac.RoundMode.CAST_ODD: "odd"}[mode]
+    assert same_bits(dst.numpy(), vm.cast(x, dst_t, name))
+
+
 # ------------------------------------------------------------------ masks and strides
 
 def _reference(kernel, dst_before, srcs, walks, dst_walk):
