@@ -345,13 +345,13 @@ def execute(spec: Spec, dst: LocalTensor, srcs: dict, args: tuple, is_set_mask: 
     plan = _plan(spec, tensors, args, is_set_mask, lanes, type_lanes or lanes)
     ops = [_Operand(role, t, *plan.strides[role]) for role, t in tensors.items()]
     total = plan.counter if plan.counter is not None else plan.repeats * plan.lanes.size
-    if total > MAX_ELEMENTS:
-        raise ConstraintError(
-            f"{name}: {total} elements in one call exceed the emulation's limit of "
-            f"{MAX_ELEMENTS} (a Counter-mode count this large reaches past any Unified Buffer "
-            f"tensor unless the strides fold it onto itself)")
     if total:
-        _check_extents(spec, ops, plan, lanes, count_form)
+        _check_extents(spec, ops, plan, lanes, count_form)      # analytic: no allocation
+        if total > MAX_ELEMENTS:
+            raise ConstraintError(
+                f"{name}: {total} elements in one call exceed the emulation's limit of "
+                f"{MAX_ELEMENTS} (only strides that fold a Counter-mode count onto itself keep "
+                f"this many inside the Unified Buffer)")
         _run(spec, ops, plan, lanes, total, kernel)
     if plan.register is not None:
         core = current_core()
