@@ -104,13 +104,15 @@ def prelu(x, weight, *, axis=1, out=None):
     return _core.prelu_impl(x, weight, axis, out)
 
 
-def prelu_backward(grad_output, x, weight, *, axis=1):
+def prelu_backward(grad_output, x, weight, *, axis=1, out=None):
     """Gradients of PReLU: ``(grad_input, grad_weight)``.
 
     ``grad_input = g if x > 0 else w[c] * g`` (shaped like ``x``);
     ``grad_weight[c] = sum over channel c of (0 if x > 0 else x * g)``, shaped like
     ``weight``. The sum is formed in float64 in an order fixed by the shapes (the same for
     any number of threads) and rounded once. ``grad_output`` must broadcast to ``x``.
+    ``out=(grad_input, grad_weight)`` writes either result into a given array (either may be
+    ``None``), with the rules of ``out=`` elsewhere; the arrays are returned.
 
     >>> import numpy as np, leakyops
     >>> gi, gw = leakyops.prelu_backward(np.ones((4, 2)), np.arange(8.0).reshape(4, 2),
@@ -118,4 +120,4 @@ def prelu_backward(grad_output, x, weight, *, axis=1):
     >>> gi.ravel(), gw
     (array([0.5, 1. , 1. , 1. , 1. , 1. , 1. , 1. ]), array([0., 0.]))
     """
-    return _core.prelu_backward_impl(grad_output, x, weight, axis)
+    return _core.prelu_backward_impl(grad_output, x, weight, axis, out)

@@ -3,7 +3,7 @@
 ``LEAKYOPS_NUM_THREADS``
     Threads the kernels of this process use for large arrays (default: ``os.cpu_count()``).
 ``LEAKYOPS_PARALLEL_MIN``
-    Elements from which a call is split across threads (default 524288).
+    Elements from which a call is split across threads (default 32768).
 ``LEAKYOPS_CACHE``
     ``0`` turns the on-disk kernel cache off (default on; it is also off by itself when no
     writable cache directory exists, see :func:`cache_enabled`).
@@ -36,11 +36,9 @@ NJIT_OPTIONS = {"nogil": True, "error_model": "numpy", "boundscheck": False}
 #: not assume finite values, so NaN and inf still propagate.
 REDUCE_FASTMATH = {"reassoc"}
 
-#: Elements from which a call runs on several threads. Handing a chunk to a pool thread
-#: cost about 70 us here (waking an idle virtual CPU, the GIL handover), so below about
-#: half a million elements one thread is faster (measured: 100,000 float32 elements took
-#: 18 us on one thread, 88 us split over two).
-PARALLEL_MIN = _env_int("LEAKYOPS_PARALLEL_MIN", 1 << 19)
+#: Elements from which a call runs on several threads (numba's OpenMP team; see
+#: docs/benchmarks.md for the measurements behind the default).
+PARALLEL_MIN = _env_int("LEAKYOPS_PARALLEL_MIN", 1 << 15)
 
 #: Default thread count of the kernels.
 DEFAULT_THREADS = _env_int("LEAKYOPS_NUM_THREADS", os.cpu_count() or 1)

@@ -40,7 +40,7 @@ _COMPARE = {">": False, ">=": True}
 # Largest float64 memory the per-unit partial sums of prelu_backward may take.
 _PARTIALS_BUDGET = 1 << 23  # elements (64 MiB)
 # Elements a unit of a split reduction covers, independent of the thread count.
-_UNIT = 1 << 20
+_UNIT = 1 << 16
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,15 +114,15 @@ def _slope(value, kind: str, slope_dtype, fname: str, arg: str = "negative_slope
         return np.float32(v)
 
 
-def _out(out, shape, fname: str) -> np.ndarray:
+def _out(out, shape, fname: str, arg: str = "out") -> np.ndarray:
     if type(out) is not np.ndarray and not isinstance(out, np.ndarray):
-        raise TypeError(f"{fname}: out must be a numpy.ndarray, got {type(out).__name__}")
-    _kind(out.dtype, fname, "out")
+        raise TypeError(f"{fname}: {arg} must be a numpy.ndarray, got {type(out).__name__}")
+    _kind(out.dtype, fname, arg)
     if out.shape != shape:
-        raise ValueError(f"{fname}: out has shape {out.shape}, the result has shape {shape}")
+        raise ValueError(f"{fname}: {arg} has shape {out.shape}, the result has shape {shape}")
     if not out.flags.writeable:
-        raise ValueError(f"{fname}: out is read-only")
-    _no_internal_overlap(out, fname, "out")
+        raise ValueError(f"{fname}: {arg} is read-only")
+    _no_internal_overlap(out, fname, arg)
     return out
 
 
@@ -238,57 +238,70 @@ def _slice(v: np.ndarray, axis: int, lo: int, hi: int) -> np.ndarray:
     return v[tuple(idx)]
 
 
-def _run_nd(fn, views, extra=(), reduce_axes=(), weight=None):
+#: The threaded driver of each serial kernel (``_kernels``): same arguments, then the split
+#: axis (3-D drivers) and the thread count.
+_THREADED = {
+    _kernels.lrelu_fwd_row: _kernels.lrelu_fwd_row_par,
+    _kernels.lrelu_fwd_row_inplace: _kernels.lrelu_fwd_row_inplace_par,
+    _kernels.lrelu_bwd_row: _kernels.lrelu_bwd_row_par,
+    _kernels.copy_row: _kernels.copy_row_par,
+    _kernels.lrelu_fwd_nd: _kernels.lrelu_fwd_nd_par,
+    _kernels.lrelu_fwd_nd_inplace: _kernels.lrelu_fwd_nd_inplace_par,
+    _kernels.lrelu_bwd_nd: _kernels.lrelu_bwd_nd_par,
+    _kernels.prelu_fwd_nd: _kernels.prelu_fwd_nd_par,
+}
+
+
+def _threads_for(size: int) -> int:
+    """Threads a kernel call over ``size`` elements uses (1: the serial kernel)."""
+    if size < PARALLEL_MIN:
+        return 1
+    return _threads.parallel_threads()
+
+
+def _call(fn, args, threaded_args, threads: int) -> None:
+    """``fn(*args)``, or its threaded driver with ``threaded_args`` appended when threads > 1."""
+    if threads > 1:
+        with _threads.parallel_gate() as ok:
+            if ok:
+                _THREADED[fn](*args, *threaded_args, threads)
+                return
+    fn(*args)
+
+
+def _run_nd(fn, views, extra=(), weight=None):
     """Run a 3-D driver over coalesced views, threaded when large.
 
     Calls ``fn(*views, *extra)``, or with ``weight = (flats, offset, strides)`` (a compact
     operand: flat arrays indexed ``offset + i*s0 + j*s1 + k*s2``)
-    ``fn(*views, *flats, offset, s0, s1, s2, *extra)``. ``reduce_axes`` are axes the kernel
-    reduces over (never split here).
+    ``fn(*views, *flats, offset, s0, s1, s2, *extra)``.
     """
     v0 = views[0]
-    if v0.ndim == 3 and v0.size < PARALLEL_MIN:  # small: one call, no splitting to consider
-        if weight is None:
-            fn(*views, *extra)
-        else:
-            flats, off, st = weight
-            fn(*views, *flats, off, *st, *extra)
-        return
     if v0.ndim > 3:  # rare: more than three axes survive coalescing
         for idx in np.ndindex(*v0.shape[:-3]):
             sub = None
             if weight is not None:
                 flats, off, st = weight
                 sub = (flats, off + sum(i * s for i, s in zip(idx, st)), st[len(idx):])
-            _run_nd(fn, [v[idx] for v in views], extra, reduce_axes, sub)
+            _run_nd(fn, [v[idx] for v in views], extra, sub)
         return
-
-    def args(vs, lo=0, axis=0):
-        if weight is None:
-            return (*vs, *extra)
-        flats, off, st = weight
-        return (*vs, *flats, off + lo * st[axis], *st, *extra)
-
-    total = v0.size
-    threads = _threads.get_num_threads()
-    axis = _split_axis(v0.shape, [a for a in range(3) if a not in reduce_axes])
-    if total < PARALLEL_MIN or threads == 1 or axis < 0 or v0.shape[axis] < 2:
-        fn(*args(views))
-        return
-    parts = min(threads, v0.shape[axis])
-    _threads.run(fn, [args([_slice(v, axis, lo, hi) for v in views], lo, axis)
-                      for lo, hi in _chunks(v0.shape[axis], parts)])
+    args = (*views, *extra) if weight is None else (*views, *weight[0], weight[1], *weight[2], *extra)
+    axis = _split_axis(v0.shape, range(3))
+    threads = min(_threads_for(v0.size), v0.shape[axis])
+    _call(fn, args, (axis,), threads)
 
 
 def _run_rows(fn, flats, extra=()):
     """Run a 1-D kernel ``fn(*flats, *extra)``, split into contiguous chunks when large."""
-    n = flats[0].shape[0]
-    threads = _threads.get_num_threads()
-    if n < PARALLEL_MIN or threads == 1:
-        fn(*flats, *extra)
-        return
-    tasks = [tuple(f[lo:hi] for f in flats) + tuple(extra) for lo, hi in _chunks(n, threads)]
-    _threads.run(fn, tasks)
+    _call(fn, (*flats, *extra), (), _threads_for(flats[0].shape[0]))
+
+
+def copy(src: np.ndarray, dst: np.ndarray) -> None:
+    """``dst[...] = src`` for C-contiguous arrays of one dtype, on the kernels' threads.
+
+    The benchmark's copy ceiling: the same runtime as the operators, moving the same bytes.
+    """
+    _run_rows(_kernels.copy_row, [_kview(src).reshape(-1), _kview(dst).reshape(-1)])
 
 
 def _all_c_contiguous(*arrays) -> bool:
@@ -333,102 +346,101 @@ def _finish(out, shape, dtype, inputs, compute, fname):
 # leaky_relu
 
 
-#: The small-array paths: (op, slope, dtype, compare) -> (the kernel's slope, the view dtype
-#: or None, the kernel's compiled function for 1-D C arrays, ge). The compiled function is
-#: called without numba's type dispatch (about 0.2 us of a 1-2 us call), so only with
-#: arguments of exactly its types: 1-D C-contiguous aligned arrays of the view dtype.
-_SMALL: dict = {}
-_SMALL_KERNELS = {"fwd": ("lrelu_fwd_row", 2), "inplace": ("lrelu_fwd_row_inplace", 1),
-                  "bwd": ("lrelu_bwd_row", 3), "prelu": ("prelu_fwd_nd", None),
-                  "prelu_bwd": ("prelu_bwd_nd", None)}
+#: The view dtype a kernel receives for each storage dtype (None: the array itself).
+_FAST_VIEW = {dt: (_VIEW[dt] if dt.itemsize == 2 else None) for dt in SUPPORTED_DTYPES}
+#: Compiled entry points of row kernels, per (kernel, view dtype): called without numba's type
+#: dispatch (a fifth of a 1,000-element call), so only with arguments of exactly the types
+#: they were compiled for: 1-D C-contiguous aligned arrays of the view dtype, a Python float
+#: slope (or weight arrays), the ``ge`` bool.
+_ENTRY: dict = {}
 
 
-def _plain_out(out: np.ndarray, x: np.ndarray) -> bool:
-    """Whether ``out`` can be written directly by a 1-D C kernel next to ``x``."""
-    flags = out.flags
-    return flags.c_contiguous and flags.aligned and flags.writeable and out is not x \
-        and not np.may_share_memory(out, x)
+def _entry(fn, args):
+    key = (fn, args[0].dtype)
+    ep = _ENTRY.get(key)
+    if ep is None:
+        ep = _ENTRY[key] = _kernels.entry_point(fn, *args)
+    return ep
 
 
-def _small_call(op: str, slope, x: np.ndarray, out, inputs, compare, fname: str):
-    """``(fast, dest)`` for the small-array path, or None where it does not apply: ``dest``
-    is a new array, or ``out`` when it is plain and shares no memory with ``inputs``."""
-    fast = _SMALL.get((op, slope, x.dtype, compare))
-    if fast is None:
-        fast = _small(op, slope, x.dtype, compare, fname)
-        if fast is None:
+def _run_entry(fn, args, threaded_args, size: int) -> None:
+    """``fn(*args)`` through its entry point, or its threaded driver when ``size`` is large."""
+    threads = _threads_for(size)
+    if threads > 1:
+        with _threads.parallel_gate() as ok:
+            if ok:
+                _THREADED[fn](*args, *threaded_args, threads)
+                return
+    _entry(fn, args)(*args)
+
+
+def _run_range(fn, threaded, args, axis: int, size: int) -> None:
+    """A range kernel ``fn(*args, axis, 0, n)`` over the whole of ``axis`` (``n`` its length,
+    ``args[0]`` a 3-D array), or ``threaded(*args, axis, threads)`` when ``size`` is large."""
+    n = args[0].shape[axis]
+    threads = min(_threads_for(size), n)
+    if threads > 1:
+        with _threads.parallel_gate() as ok:
+            if ok:
+                threaded(*args, axis, threads)
+                return
+    full = (*args, axis, 0, n)
+    _entry(fn, full)(*full)
+
+
+def _plain_operands(inputs, out, also=()):
+    """``(flat views of inputs, flat view of the result, the result)`` when every operand is a
+    C-contiguous aligned ndarray of one supported dtype and shape and ``out`` is None or such
+    an array sharing no memory with the inputs; else None (the general path decides)."""
+    x = inputs[0]
+    if type(x) is not np.ndarray:
+        return None
+    dt = x.dtype
+    view = _FAST_VIEW.get(dt, False)
+    if view is False:
+        return None
+    shape = x.shape
+    for a in inputs:
+        if type(a) is not np.ndarray or a.dtype != dt or a.shape != shape:
+            return None
+        f = a.flags
+        if not (f.c_contiguous and f.aligned):
             return None
     if out is None:
-        return fast, np.empty(x.shape, x.dtype)
-    if type(out) is not np.ndarray or out.dtype != x.dtype or out.shape != x.shape:
-        return None
-    for a in inputs:
-        if not _plain_out(out, a):
-            return None
-    return fast, out
-
-
-def _small(op: str, slope: float, dtype, compare, fname: str):
-    kind = _KIND.get(dtype)
-    if kind is None or compare not in _COMPARE:
-        return None  # the general path reports it
-    view = _VIEW[dtype] if dtype.itemsize == 2 else None
-    name, arrays = _SMALL_KERNELS[op]
-    probe = np.empty(1, view or dtype)  # typed as the kernel will be called: C, aligned
-    if op == "prelu":  # prelu_fwd_nd(x3, out3, w, woff, ws0, ws1, ws2, ge): no slope
-        s = None
-        probes = (probe.reshape(1, 1, 1),) * 2 + (probe, 0, 0, 0, 0, False)
-    elif op == "prelu_bwd":  # prelu_bwd_nd(g3, x3, gi3, w, acc, comp, woff, ws0, ws1, ws2, ge)
-        s, f64 = None, np.zeros((1, 2, 1))
-        probes = (probe.reshape(1, 1, 1),) * 3 + (probe, f64[0, 0], f64[0, 1], 0, 0, 0, 0, False)
+        dest = np.empty(shape, dt)
     else:
-        s = _slope(slope, kind, None, fname)
-        probes = (probe,) * arrays + (s, False)
-    run = _kernels.entry_point(getattr(_kernels, name), *probes)
-    if len(_SMALL) > 256:
-        _SMALL.clear()
-    fast = _SMALL[(op, slope, dtype, compare)] = (s, view, run, _COMPARE[compare])
-    return fast
+        if type(out) is not np.ndarray or out.dtype != dt or out.shape != shape:
+            return None
+        f = out.flags
+        if not (f.c_contiguous and f.aligned and f.writeable):
+            return None
+        for a in (*inputs, *also):
+            if np.may_share_memory(out, a):
+                return None
+        dest = out
+    flats = [a if a.ndim == 1 else a.reshape(-1) for a in (*inputs, dest)]
+    if view is not None:
+        flats = [a.view(view) for a in flats]
+    return flats, dest
 
 
-def _small_prelu_shape(x: np.ndarray, weight, axis):
-    """``(shape, ws1, ws2)`` for the small prelu paths, or None: an aligned C-contiguous
-    ``x`` with a contiguous 1-D weight of its dtype along ``axis``, seen as (outer, C, inner)
-    with weight strides (0, 1, 0), or channels last as (1, outer, C) with (0, 0, 1)."""
-    if type(weight) is not np.ndarray or weight.ndim != 1 or type(axis) is not int \
-            or weight.dtype != x.dtype:
-        return None
-    c = weight.shape[0]
-    if c < 2 or not -x.ndim <= axis < x.ndim or x.shape[axis] != c:
-        return None
-    xfl, wfl = x.flags, weight.flags
-    if not (xfl.c_contiguous and xfl.aligned and wfl.c_contiguous and wfl.aligned):
-        return None
-    a = axis % x.ndim
-    outer, inner = math.prod(x.shape[:a]), math.prod(x.shape[a + 1:])
-    if inner == 1:
-        return (1, outer, c), 0, 1
-    return (outer, c, inner), 1, 0
+def _fast_slope(negative_slope, slope_dtype):
+    """The slope as the contiguous path passes it (a Python float), or None to go general."""
+    if slope_dtype is None and type(negative_slope) is float:
+        return negative_slope
+    return None
 
 
 def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtype=None,
                     fname="leaky_relu"):
     """``y = x if x > 0 else x * negative_slope`` (see :func:`leakyops.leaky_relu`)."""
-    if type(x) is np.ndarray and x.size < PARALLEL_MIN and slope_dtype is None \
-            and type(negative_slope) is float and negative_slope != 0.0:
-        # the small-array path: the same checks and kernel with less Python around them
-        # (±0.0 compare equal, so they never become keys); an ``out`` it cannot take as it
-        # is (another dtype or layout, read-only, overlapping x) goes the general way
-        flags = x.flags
-        if flags.c_contiguous and flags.aligned:
-            call = _small_call("fwd", negative_slope, x, out, (x,), compare, fname)
-            if call is not None:
-                (s, view, run, ge), dest = call
-                xf, df = (x, dest) if x.ndim == 1 else (x.reshape(-1), dest.reshape(-1))
-                if view is not None:
-                    xf, df = xf.view(view), df.view(view)
-                run(xf, df, s, ge)
-                return dest
+    s = _fast_slope(negative_slope, slope_dtype)
+    if s is not None and compare in _COMPARE:
+        plain = _plain_operands((x,), out)
+        if plain is not None:
+            flats, dest = plain
+            _run_entry(_kernels.lrelu_fwd_row, (*flats, s, _COMPARE[compare]), (), dest.size)
+            return dest
     x = _array(x, fname, "x")
     kind = _KIND[x.dtype]
     s = _slope(negative_slope, kind, slope_dtype, fname)
@@ -458,18 +470,15 @@ def _lrelu_fwd(x: np.ndarray, dest: np.ndarray, s, ge: bool) -> None:
 
 def leaky_relu_inplace_impl(x, negative_slope=0.01, *, compare=">", slope_dtype=None,
                             fname="leaky_relu_"):
-    if type(x) is np.ndarray and x.size < PARALLEL_MIN and slope_dtype is None \
-            and type(negative_slope) is float and negative_slope != 0.0:
-        flags = x.flags  # the small-array path (see leaky_relu_impl)
-        if flags.c_contiguous and flags.aligned and flags.writeable:
-            fast = _SMALL.get(("inplace", negative_slope, x.dtype, compare))
-            if fast is None:
-                fast = _small("inplace", negative_slope, x.dtype, compare, fname)
-            if fast is not None:
-                s, view, run, ge = fast
-                xf = x if x.ndim == 1 else x.reshape(-1)
-                run(xf if view is None else xf.view(view), s, ge)
-                return x
+    s = _fast_slope(negative_slope, slope_dtype)
+    if s is not None and compare in _COMPARE and type(x) is np.ndarray and x.dtype in _FAST_VIEW:
+        f = x.flags
+        if f.c_contiguous and f.aligned and f.writeable:
+            flat = x if x.ndim == 1 else x.reshape(-1)
+            view = _FAST_VIEW[x.dtype]
+            flat = flat if view is None else flat.view(view)
+            _run_entry(_kernels.lrelu_fwd_row_inplace, (flat, s, _COMPARE[compare]), (), x.size)
+            return x
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{fname}: x must be a numpy.ndarray to be modified in place, "
                         f"got {type(x).__name__}")
@@ -488,24 +497,13 @@ def leaky_relu_inplace_impl(x, negative_slope=0.01, *, compare=">", slope_dtype=
 def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=False, out=None, *,
                              compare=">", slope_dtype=None, fname="leaky_relu_backward"):
     """``dx = g if t > 0 else g * negative_slope`` (see :func:`leakyops.leaky_relu_backward`)."""
-    if type(x) is np.ndarray and type(grad_output) is np.ndarray and x.size < PARALLEL_MIN \
-            and slope_dtype is None and type(negative_slope) is float and negative_slope != 0.0 \
-            and (self_is_result is False or (self_is_result is True and negative_slope > 0)) \
-            and grad_output.shape == x.shape and grad_output.dtype == x.dtype:
-        # the small-array path (see leaky_relu_impl): operands of one dtype and shape
-        gf, xfl = grad_output.flags, x.flags
-        if gf.c_contiguous and xfl.c_contiguous and gf.aligned and xfl.aligned:
-            call = _small_call("bwd", negative_slope, x, out, (x, grad_output), compare, fname)
-            if call is not None:
-                (s, view, run, ge), dest = call
-                if x.ndim == 1:
-                    gv, xv, dv = grad_output, x, dest
-                else:
-                    gv, xv, dv = grad_output.reshape(-1), x.reshape(-1), dest.reshape(-1)
-                if view is not None:
-                    gv, xv, dv = gv.view(view), xv.view(view), dv.view(view)
-                run(gv, xv, dv, s, ge)
-                return dest
+    s = _fast_slope(negative_slope, slope_dtype)
+    if s is not None and compare in _COMPARE and (self_is_result is False or (self_is_result is True and s >= 0)):
+        plain = _plain_operands((grad_output, x), out)
+        if plain is not None:
+            flats, dest = plain
+            _run_entry(_kernels.lrelu_bwd_row, (*flats, s, _COMPARE[compare]), (), dest.size)
+            return dest
     g = _array(grad_output, fname, "grad_output")
     x = _array(x, fname, "x")
     if not isinstance(self_is_result, (bool, np.bool_)):
@@ -612,21 +610,40 @@ def _flat_weight(weight: np.ndarray) -> np.ndarray:
     return _kview(np.ascontiguousarray(weight).reshape(-1))
 
 
+def _plain_prelu_layout(x, weight, axis):
+    """``(shape, ws1, ws2)`` for the contiguous prelu paths, or None: a C-contiguous aligned
+    ndarray ``x`` with a contiguous 1-D weight of its dtype along ``axis``, seen as (outer, C,
+    inner) with weight strides (0, 1, 0), or channels last as (1, outer, C) with (0, 0, 1)."""
+    if type(x) is not np.ndarray or type(weight) is not np.ndarray or weight.ndim != 1 \
+            or type(axis) is not int or weight.dtype != x.dtype:
+        return None
+    c = weight.shape[0]
+    if c < 2 or not -x.ndim <= axis < x.ndim or x.shape[axis] != c:
+        return None
+    xf, wf = x.flags, weight.flags
+    if not (xf.c_contiguous and xf.aligned and wf.c_contiguous and wf.aligned):
+        return None
+    a = axis % x.ndim
+    outer, inner = math.prod(x.shape[:a]), math.prod(x.shape[a + 1:])
+    if inner == 1:
+        return (1, outer, c), 0, 1
+    return (outer, c, inner), 1, 0
+
+
 def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
     """``y = x if x > 0 else w[c] * x`` (see :func:`leakyops.prelu`)."""
-    if type(x) is np.ndarray and x.size < PARALLEL_MIN:
-        # the small-array path (see leaky_relu_impl)
-        layout = _small_prelu_shape(x, weight, axis)
-        if layout is not None:
-            call = _small_call("prelu", None, x, out, (x, weight), compare, fname)
-            if call is not None:
-                (_, view, run, ge), dest = call
-                shape, ws1, ws2 = layout
-                xv, dv, wv = x.reshape(shape), dest.reshape(shape), weight
-                if view is not None:
-                    xv, dv, wv = xv.view(view), dv.view(view), wv.view(view)
-                run(xv, dv, wv, 0, 0, ws1, ws2, ge)
-                return dest
+    layout = _plain_prelu_layout(x, weight, axis) if compare in _COMPARE else None
+    if layout is not None:
+        plain = _plain_operands((x,), out, also=(weight,))
+        if plain is not None:
+            (xf, df), dest = plain
+            shape, _, per_k = layout
+            view = _FAST_VIEW[x.dtype]
+            wv = weight if view is None else weight.view(view)
+            _run_range(_kernels.prelu_fwd_c, _kernels.prelu_fwd_c_par,
+                       (xf.reshape(shape), df.reshape(shape), wv, bool(per_k), _COMPARE[compare]),
+                       0 if shape[0] >= shape[1] else 1, dest.size)
+            return dest
     x, weight = _prelu_args(x, weight, fname)
     wshape = _weight_shape(x, weight, axis, fname)
     kind = _KIND[x.dtype]
@@ -654,8 +671,8 @@ def _kernels_slope(weight: np.ndarray, kind: str):
     return np.float64(value) if kind == "f64" else np.float32(value)
 
 
-def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", fname="prelu_backward"):
-    """``(grad_input, acc)``: ``acc`` is the unrounded float64 ``grad_weight``, shaped like weight."""
+def _prelu_backward_args(grad_output, x, weight, axis, fname):
+    """Checked ``(g, x, weight, wshape)``: ``g`` broadcast to ``x``'s shape."""
     x, weight = _prelu_args(x, weight, fname)
     g = _array(grad_output, fname, "grad_output")
     if g.dtype != x.dtype:
@@ -669,54 +686,78 @@ def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", fname="
             raise ValueError(f"{fname}: grad_output of shape {g.shape} does not broadcast to x's "
                              f"shape {x.shape}") from None
         g = np.broadcast_to(g, x.shape)
-    wshape = _weight_shape(x, weight, axis, fname)
+    return g, x, weight, _weight_shape(x, weight, axis, fname)
+
+
+def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", fname="prelu_backward"):
+    """``(grad_input, acc)``: ``acc`` is the unrounded float64 ``grad_weight``, shaped like weight."""
+    g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, fname)
     ge = _compare(compare, fname)
     grad_input = np.empty(x.shape, x.dtype)
+    return grad_input, _prelu_backward_into(grad_input, g, x, weight, wshape, ge)
+
+
+def _prelu_backward_into(grad_input, g, x, weight, wshape, ge) -> np.ndarray:
+    """Write ``grad_input`` (x's shape and dtype, not overlapping the inputs) and return the
+    unrounded float64 weight gradient, shaped like ``weight``.
+
+    How the work is split depends on the shapes only, never on the thread count, so the
+    bits do not either: along an axis the weight is not broadcast over (each weight
+    element's sum stays in one part), else along a reduced axis in units of ``_UNIT``
+    elements, each with its own partial sums, combined in unit order. Threads then take the
+    parts.
+    """
     wsize = weight.size
     result = np.zeros(wsize, np.float64)
     if x.size == 0:
-        return grad_input, result.reshape(weight.shape)
+        return result.reshape(weight.shape)
     wflat = _flat_weight(weight)
     (x3, gi3, g3), (off, st) = _prelu_layout(x, wshape, [grad_input, g])
     views = [g3, x3, gi3]
-    inner = x3.shape[-3:]  # the axes the 3-D driver sees (more lead only in rare layouts)
-    reduced = [a for a in range(3) if st[a - 3] == 0 and inner[a] > 1]
-    kept = [a for a in range(3) if a not in reduced and inner[a] > 1]
-    axis_k = _split_axis(inner, kept)
-    if x3.ndim > 3 or x.size < PARALLEL_MIN or (axis_k >= 0 and inner[axis_k] >= 8):
-        # no split, or a split along an axis that is not reduced: every sum stays in one
-        # chunk, so the result does not depend on the number of threads
+    if x3.ndim > 3:  # rare: more than three axes survive coalescing; one part per leading index
         pair = np.zeros((1, 2, wsize))
-        _run_nd(_kernels.prelu_bwd_nd, views, (ge,), reduced, ((wflat, pair[0, 0], pair[0, 1]), off, st))
+        for idx in np.ndindex(*x3.shape[:-3]):
+            o = off + sum(i * s for i, s in zip(idx, st))
+            _kernels.prelu_bwd_nd(*(v[idx] for v in views), wflat, pair[0, 0], pair[0, 1], o,
+                                  *st[len(idx):], ge)
         _kernels.combine_partials(pair, result)
-        return grad_input, result.reshape(weight.shape)
-    # split along a reduced axis into units fixed by the shape (not by the thread count),
-    # each with its own partial sums, combined in unit order
-    axis_r = _split_axis(inner, reduced)
-    units = max(1, min(inner[axis_r], x.size // _UNIT, _PARTIALS_BUDGET // max(wsize, 1)))
-    bounds = _chunks(inner[axis_r], units)
-    partials = np.zeros((len(bounds), 2, wsize))
-    tasks = [tuple(_slice(v, axis_r, lo, hi) for v in views)
-             + (wflat, partials[u, 0], partials[u, 1], off + lo * st[axis_r], *st, ge)
-             for u, (lo, hi) in enumerate(bounds)]
-    _run_units(_kernels.prelu_bwd_nd, tasks)
+        return result.reshape(weight.shape)
+    shape = x3.shape
+    reduced = [a for a in range(3) if st[a] == 0 and shape[a] > 1]
+    kept = [a for a in range(3) if a not in reduced and shape[a] > 1]
+    axis_k = _split_axis(shape, [a for a in kept if a < 2])  # not the innermost axis
+    if axis_k >= 0 and shape[axis_k] >= 2:
+        axis, parts, partials = axis_k, shape[axis_k], np.zeros((1, 2, wsize))
+    else:
+        axis = max(_split_axis(shape, reduced), 0)
+        parts = max(1, min(shape[axis], x.size // _UNIT, _PARTIALS_BUDGET // max(wsize, 1)))
+        partials = np.zeros((min(parts, shape[axis]), 2, wsize))
+    threads = min(_threads_for(x.size), parts)
+    if partials.shape[0] == 1:  # parts share one pair: as many parts as threads
+        parts = threads
+    bounds = np.array([lo for lo, _ in _chunks(shape[axis], parts)] + [shape[axis]], np.int64)
+    # C-contiguous views with a 1-D weight along one axis: the loops without per-row slices
+    c_layout = off == 0 and st in ((0, 1, 0), (0, 0, 1)) and all(v.flags.c_contiguous for v in views)
+    with _threads.parallel_gate() as ok:
+        if c_layout:
+            per_k = st[2] == 1
+            if threads > 1 and ok:
+                _kernels.prelu_bwd_c_par(*views, wflat, partials, per_k, ge, axis, bounds)
+            else:
+                for u in range(bounds.size - 1):
+                    p = partials[0 if partials.shape[0] == 1 else u]
+                    args = (*views, wflat, p[0], p[1], per_k, ge, axis, int(bounds[u]), int(bounds[u + 1]))
+                    _entry(_kernels.prelu_bwd_c, args)(*args)
+        elif threads > 1 and ok:
+            _kernels.prelu_bwd_nd_par(*views, wflat, partials, off, *st, ge, axis, bounds)
+        else:
+            for u in range(bounds.size - 1):
+                lo, hi = int(bounds[u]), int(bounds[u + 1])
+                p = partials[0 if partials.shape[0] == 1 else u]
+                _kernels.prelu_bwd_nd(*(_slice(v, axis, lo, hi) for v in views), wflat, p[0], p[1],
+                                      off + lo * st[axis], *st, ge)
     _kernels.combine_partials(partials, result)
-    return grad_input, result.reshape(weight.shape)
-
-
-def _run_units(fn, tasks):
-    threads = min(_threads.get_num_threads(), len(tasks))
-    if threads <= 1:
-        for t in tasks:
-            fn(*t)
-        return
-    groups = [tasks[lo:hi] for lo, hi in _chunks(len(tasks), threads)]
-
-    def run_group(group):
-        for t in group:
-            fn(*t)
-
-    _threads.run(run_group, [(grp,) for grp in groups])
+    return result.reshape(weight.shape)
 
 
 def sum_grad_weight_parts(parts, axis=None, keepdims=False) -> np.ndarray:
@@ -735,27 +776,46 @@ def round_grad_weight(acc, dtype) -> np.ndarray:
         return np.asarray(acc, np.float64).astype(dtype)
 
 
-def prelu_backward_impl(grad_output, x, weight, axis=1, *, compare=">", fname="prelu_backward"):
+def _prelu_backward_outs(out, x, weight, fname):
+    """``(grad_input out, grad_weight out)``, each None or a checked array."""
+    if out is None:
+        return None, None
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError(f"{fname}: out must be None or a tuple (grad_input, grad_weight), either "
+                        f"of them None, got {type(out).__name__}"
+                        + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
+    gi = None if out[0] is None else _out(out[0], x.shape, fname, "out[0] (grad_input)")
+    gw = None if out[1] is None else _out(out[1], weight.shape, fname, "out[1] (grad_weight)")
+    if gi is not None and gw is not None and np.may_share_memory(gi, gw):
+        raise ValueError(f"{fname}: out[0] (grad_input) and out[1] (grad_weight) overlap")
+    return gi, gw
+
+
+def prelu_backward_impl(grad_output, x, weight, axis=1, out=None, *, compare=">",
+                        fname="prelu_backward"):
     """``(grad_input, grad_weight)`` (see :func:`leakyops.prelu_backward`)."""
-    if type(x) is np.ndarray and type(grad_output) is np.ndarray and 0 < x.size < PARALLEL_MIN \
-            and grad_output.shape == x.shape and grad_output.dtype == x.dtype:
-        # the small-array path (see leaky_relu_impl): the same kernel call and combine as
-        # prelu_backward_parts makes for one unthreaded chunk, so the same bits
-        gfl = grad_output.flags
-        layout = _small_prelu_shape(x, weight, axis) if gfl.c_contiguous and gfl.aligned else None
-        if layout is not None:
-            call = _small_call("prelu_bwd", None, x, None, (), compare, fname)
-            if call is not None:
-                (_, view, run, ge), grad_input = call
-                shape, ws1, ws2 = layout
-                pair = np.zeros((1, 2, weight.shape[0]))
-                gv, xv, dv, wv = grad_output.reshape(shape), x.reshape(shape), \
-                    grad_input.reshape(shape), weight
-                if view is not None:
-                    gv, xv, dv, wv = gv.view(view), xv.view(view), dv.view(view), wv.view(view)
-                run(gv, xv, dv, wv, pair[0, 0], pair[0, 1], 0, 0, ws1, ws2, ge)
-                acc = np.empty(weight.shape[0])
-                _kernels.combine_partials(pair, acc)
-                return grad_input, round_grad_weight(acc, x.dtype)
-    grad_input, acc = prelu_backward_parts(grad_output, x, weight, axis, compare=compare, fname=fname)
-    return grad_input, round_grad_weight(acc, grad_input.dtype)
+    layout = _plain_prelu_layout(x, weight, axis) if out is None and compare in _COMPARE else None
+    if layout is not None and type(grad_output) is np.ndarray and grad_output.dtype == x.dtype \
+            and grad_output.shape == x.shape and grad_output.flags.c_contiguous:
+        # the contiguous path: the checks above stand for the general ones
+        g, ge, a = grad_output, _COMPARE[compare], axis % x.ndim
+        wshape = tuple(n if k == a else 1 for k, n in enumerate(x.shape))
+        grad_input = np.empty(x.shape, x.dtype)
+        acc = _prelu_backward_into(grad_input, g, x, weight, wshape, ge)
+        return grad_input, round_grad_weight(acc, x.dtype)
+    g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, fname)
+    ge = _compare(compare, fname)
+    gi_out, gw_out = _prelu_backward_outs(out, x, weight, fname)
+    # grad_input is read back while it is written (the kernel makes two passes over each
+    # stretch), so any overlap with an input goes through a temporary, even out=x
+    direct = gi_out is not None and gi_out.dtype == x.dtype and not any(
+        np.may_share_memory(gi_out, a) for a in (g, x, weight))
+    grad_input = gi_out if direct else np.empty(x.shape, x.dtype)
+    acc = _prelu_backward_into(grad_input, g, x, weight, wshape, ge)
+    grad_weight = round_grad_weight(acc, x.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # casts overflow to ±inf
+        if gi_out is not None and not direct:
+            np.copyto(gi_out, grad_input, casting="unsafe")
+        if gw_out is not None:
+            np.copyto(gw_out, grad_weight, casting="unsafe")
+    return (grad_input if gi_out is None else gi_out), (grad_weight if gw_out is None else gw_out)

@@ -42,7 +42,7 @@ import warnings
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, typeof, types
+from numba import njit, prange, typeof, types
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
 
@@ -294,10 +294,33 @@ def _ol_narrow(value, like):
     return None
 
 
+def _scalar(s, like):
+    """A slope (any float) in the compute type of the result array ``like``, rounded once."""
+
+
+@overload(_scalar, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_scalar(s, like):
+    if like.dtype == types.float64:
+        return lambda s, like: np.float64(s)
+    return lambda s, like: np.float32(s)
+
+
 @njit(inline="always", **NJIT_OPTIONS)
 def _keep(v, ge):
     """Whether the input is kept: ``v > 0``, or ``v >= 0`` with ``ge`` (NaN: never)."""
     return (v > 0) | (ge & (v == 0))
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _lrelu(v, s, ge):
+    """The forward rule on compute-type values: ``v`` where kept, else ``v * s``."""
+    return v if _keep(v, ge) else v * s
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _lrelu_grad(gv, tv, s, ge):
+    """The backward rule on compute-type values: ``gv`` where ``tv`` is kept, else ``gv * s``."""
+    return gv if _keep(tv, ge) else gv * s
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -311,9 +334,10 @@ def _unit(a):
 
 @_jit
 def lrelu_fwd_row(x, out, s, ge):
+    sc = _scalar(s, out)
     for k in range(x.shape[0]):
         v = _load(x[k], out)
-        r = v if _keep(v, ge) else v * s
+        r = _lrelu(v, sc, ge)
         out[k] = _narrow(r, out)
 
 
@@ -335,9 +359,10 @@ def lrelu_fwd_row_inplace(x, s, ge):
     (With ``out`` the same memory as ``x``, the vectoriser's run-time overlap check fails
     and the scalar loop runs: in place was 4x slower than out-of-place.)
     """
+    sc = _scalar(s, x)
     for k in range(x.shape[0]):
         v = _load(x[k], x)
-        r = v if _keep(v, ge) else v * s
+        r = _lrelu(v, sc, ge)
         x[k] = _narrow(r, x)
 
 
@@ -358,10 +383,11 @@ def lrelu_fwd_nd_inplace(x, s, ge):
 
 @_jit
 def lrelu_bwd_row(g, t, out, s, ge):
+    sc = _scalar(s, out)
     for k in range(t.shape[0]):
         gv = _load(g[k], out)
         tv = _load(t[k], out)
-        r = gv if _keep(tv, ge) else gv * s
+        r = _lrelu_grad(gv, tv, sc, ge)
         out[k] = _narrow(r, out)
 
 
@@ -388,7 +414,7 @@ def prelu_fwd_row(x, w, base, ws, out, ge):
     for k in range(x.shape[0]):
         v = _load(x[k], out)
         wv = _load(w[base + k * ws], out)
-        r = v if _keep(v, ge) else wv * v
+        r = _lrelu(v, wv, ge)
         out[k] = _narrow(r, out)
 
 
@@ -437,13 +463,18 @@ def _kahan_add(s, c, t):
 
 
 @njit(inline="always", **NJIT_OPTIONS)
+def _prelu_term(x64, g64, ge):
+    """The weight-gradient term of one element in float64 (exact for the float32 and half
+    kinds): 0 where x is kept, else x * g."""
+    return 0.0 if _keep(x64, ge) else x64 * g64
+
+
+@njit(inline="always", **NJIT_OPTIONS)
 def _prelu_bwd_term(g, x, k, ge):
-    """The weight-gradient term of element k (float64, exact for the float32 and half kinds)."""
+    """The weight-gradient term of element k of 1-D views."""
     x64 = _load64(x[k])
     g64 = _load64(g[k])
-    p = _keep(x64, ge)
-    term = 0.0 if p else x64 * g64
-    return term
+    return _prelu_term(x64, g64, ge)
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -451,8 +482,7 @@ def _prelu_bwd_step(g, x, gi, s, k, ge):
     """Write gi[k] and return the weight-gradient term of element k (float64)."""
     xv = _load(x[k], gi)
     gv = _load(g[k], gi)
-    p = _keep(xv, ge)
-    r = gv if p else s * gv
+    r = _lrelu_grad(gv, xv, s, ge)
     gi[k] = _narrow(r, gi)
     term = _prelu_bwd_term(g, x, k, ge)
     return term
@@ -575,3 +605,296 @@ def combine_partials(partials, out):
             total, comp = _kahan_add(total, comp, hi)
             total, comp = _kahan_add(total, comp, lo)
         out[j] = total - comp
+
+
+# ---------------------------------------------------------------------------------------------
+# threaded drivers: ``prange`` over chunks, each chunk one call of a serial (vectorised) loop
+# (a loop written inside the ``prange`` body itself does not vectorise). The core sets numba's
+# team to ``nthreads`` threads first (``_threads.parallel_threads``); chunk boundaries fall on
+# multiples of 32 elements, so that two threads never write into one cache line.
+
+_ALIGN = 32
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _chunk(n, nchunks, c):
+    """Bounds ``(lo, hi)`` of chunk ``c`` when ``n`` elements are split into ``nchunks``."""
+    step = (n + nchunks - 1) // nchunks
+    step = (step + _ALIGN - 1) // _ALIGN * _ALIGN
+    lo = min(c * step, n)
+    return lo, min(lo + step, n)
+
+
+@_jit(parallel=True)
+def lrelu_fwd_row_par(x, out, s, ge, nthreads):
+    n = x.shape[0]
+    for c in prange(nthreads):
+        lo, hi = _chunk(n, nthreads, c)
+        lrelu_fwd_row(x[lo:hi], out[lo:hi], s, ge)
+
+
+@_jit(parallel=True)
+def lrelu_fwd_row_inplace_par(x, s, ge, nthreads):
+    n = x.shape[0]
+    for c in prange(nthreads):
+        lo, hi = _chunk(n, nthreads, c)
+        lrelu_fwd_row_inplace(x[lo:hi], s, ge)
+
+
+@_jit(parallel=True)
+def lrelu_bwd_row_par(g, t, out, s, ge, nthreads):
+    n = t.shape[0]
+    for c in prange(nthreads):
+        lo, hi = _chunk(n, nthreads, c)
+        lrelu_bwd_row(g[lo:hi], t[lo:hi], out[lo:hi], s, ge)
+
+
+@_jit
+def copy_row(src, dst):
+    for k in range(src.shape[0]):
+        dst[k] = src[k]
+
+
+@_jit(parallel=True)
+def copy_row_par(src, dst, nthreads):
+    n = src.shape[0]
+    for c in prange(nthreads):
+        lo, hi = _chunk(n, nthreads, c)
+        copy_row(src[lo:hi], dst[lo:hi])
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _part(n, parts, c):
+    """Bounds ``(lo, hi)`` of part ``c`` when ``n`` rows are split into ``parts``."""
+    step = (n + parts - 1) // parts
+    lo = min(c * step, n)
+    return lo, min(lo + step, n)
+
+
+@_jit(parallel=True)
+def lrelu_fwd_nd_par(x, out, s, ge, axis, nthreads):
+    n = x.shape[axis]
+    for c in prange(nthreads):
+        lo, hi = _part(n, nthreads, c)
+        if axis == 0:
+            lrelu_fwd_nd(x[lo:hi], out[lo:hi], s, ge)
+        elif axis == 1:
+            lrelu_fwd_nd(x[:, lo:hi], out[:, lo:hi], s, ge)
+        else:
+            lrelu_fwd_nd(x[:, :, lo:hi], out[:, :, lo:hi], s, ge)
+
+
+@_jit(parallel=True)
+def lrelu_fwd_nd_inplace_par(x, s, ge, axis, nthreads):
+    n = x.shape[axis]
+    for c in prange(nthreads):
+        lo, hi = _part(n, nthreads, c)
+        if axis == 0:
+            lrelu_fwd_nd_inplace(x[lo:hi], s, ge)
+        elif axis == 1:
+            lrelu_fwd_nd_inplace(x[:, lo:hi], s, ge)
+        else:
+            lrelu_fwd_nd_inplace(x[:, :, lo:hi], s, ge)
+
+
+@_jit(parallel=True)
+def lrelu_bwd_nd_par(g, t, out, s, ge, axis, nthreads):
+    n = t.shape[axis]
+    for c in prange(nthreads):
+        lo, hi = _part(n, nthreads, c)
+        if axis == 0:
+            lrelu_bwd_nd(g[lo:hi], t[lo:hi], out[lo:hi], s, ge)
+        elif axis == 1:
+            lrelu_bwd_nd(g[:, lo:hi], t[:, lo:hi], out[:, lo:hi], s, ge)
+        else:
+            lrelu_bwd_nd(g[:, :, lo:hi], t[:, :, lo:hi], out[:, :, lo:hi], s, ge)
+
+
+@_jit(parallel=True)
+def prelu_fwd_nd_par(x, out, w, woff, ws0, ws1, ws2, ge, axis, nthreads):
+    n = x.shape[axis]
+    step = ws0 if axis == 0 else (ws1 if axis == 1 else ws2)
+    for c in prange(nthreads):
+        lo, hi = _part(n, nthreads, c)
+        off = woff + lo * step
+        if axis == 0:
+            prelu_fwd_nd(x[lo:hi], out[lo:hi], w, off, ws0, ws1, ws2, ge)
+        elif axis == 1:
+            prelu_fwd_nd(x[:, lo:hi], out[:, lo:hi], w, off, ws0, ws1, ws2, ge)
+        else:
+            prelu_fwd_nd(x[:, :, lo:hi], out[:, :, lo:hi], w, off, ws0, ws1, ws2, ge)
+
+
+@_jit(parallel=True)
+def prelu_bwd_nd_par(g, x, gi, w, partials, woff, ws0, ws1, ws2, ge, axis, bounds):
+    """``prelu_bwd_nd`` over the parts ``bounds[u]:bounds[u+1]`` of ``axis``, in parallel.
+
+    Part u adds its weight gradient into ``partials[u]`` (an (acc, comp) pair), or, where
+    ``partials`` has one row, all parts add into it (parts that touch disjoint weight
+    elements: a split along an axis the weight is not broadcast over).
+    """
+    step = ws0 if axis == 0 else (ws1 if axis == 1 else ws2)
+    shared = partials.shape[0] == 1
+    for u in prange(bounds.shape[0] - 1):
+        lo, hi = bounds[u], bounds[u + 1]
+        p = partials[0] if shared else partials[u]
+        off = woff + lo * step
+        if axis == 0:
+            prelu_bwd_nd(g[lo:hi], x[lo:hi], gi[lo:hi], w, p[0], p[1], off, ws0, ws1, ws2, ge)
+        elif axis == 1:
+            prelu_bwd_nd(g[:, lo:hi], x[:, lo:hi], gi[:, lo:hi], w, p[0], p[1], off, ws0, ws1,
+                         ws2, ge)
+        else:
+            prelu_bwd_nd(g[:, :, lo:hi], x[:, :, lo:hi], gi[:, :, lo:hi], w, p[0], p[1], off,
+                         ws0, ws1, ws2, ge)
+
+
+# ---------------------------------------------------------------------------------------------
+# prelu on C-contiguous 3-D views with a 1-D weight: (outer, C, inner) with the slope per row
+# (``per_k`` False), or channels last, (1, outer, C) with the slope per element (``per_k``
+# True). The loops index the whole arrays over the range ``lo:hi`` of ``axis`` (the threaded
+# drivers' parts), without slicing: a slice per row costs reference counting and a call,
+# which was most of the time for rows of a few dozen elements.
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _ranges(shape, axis, lo, hi):
+    """Loop bounds (i0, i1, j0, j1, k0, k1) of a 3-D shape with ``axis`` restricted to lo:hi."""
+    i0, i1, j0, j1, k0, k1 = 0, shape[0], 0, shape[1], 0, shape[2]
+    if axis == 0:
+        i0, i1 = lo, hi
+    elif axis == 1:
+        j0, j1 = lo, hi
+    else:
+        k0, k1 = lo, hi
+    return i0, i1, j0, j1, k0, k1
+
+
+@_jit
+def prelu_fwd_c(x, out, w, per_k, ge, axis, lo, hi):
+    i0, i1, j0, j1, k0, k1 = _ranges(x.shape, axis, lo, hi)
+    for i in range(i0, i1):
+        for j in range(j0, j1):
+            if per_k:
+                for k in range(k0, k1):
+                    v = _load(x[i, j, k], out)
+                    wv = _load(w[k], out)
+                    r = _lrelu(v, wv, ge)
+                    out[i, j, k] = _narrow(r, out)
+            else:
+                s = _load(w[j], out)
+                for k in range(k0, k1):
+                    v = _load(x[i, j, k], out)
+                    r = _lrelu(v, s, ge)
+                    out[i, j, k] = _narrow(r, out)
+
+
+@_jit(parallel=True)
+def prelu_fwd_c_par(x, out, w, per_k, ge, axis, nthreads):
+    n = x.shape[axis]
+    for c in prange(nthreads):
+        lo, hi = _part(n, nthreads, c)
+        prelu_fwd_c(x, out, w, per_k, ge, axis, lo, hi)
+
+
+@_jit(fastmath=REDUCE_FASTMATH)
+def _prelu_terms_sum_c(g, x, i, j, k0, k1, ge):
+    """Sum of the terms of row (i, j), elements k0:k1 (float32 and half kinds: exact terms,
+    summed in an order the vectoriser picks)."""
+    part = 0.0
+    for k in range(k0, k1):
+        term = _prelu_term(_load64(x[i, j, k]), _load64(g[i, j, k]), ge)
+        part += term
+    return part
+
+
+@_jit
+def _prelu_terms_kahan_c(g, x, i, j, k0, k1, ge):
+    """The same for float64 data, whose terms are rounded: eight compensated lanes in a
+    written-out order (element k in lane (k - k0) % 8), returned as a (sum, comp) pair."""
+    zero = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    sums, comps = zero, zero
+    k = k0
+    while k + _LANES <= k1:
+        sums, comps = _kahan_lanes3(sums, comps, g, x, i, j, k, ge)
+        k += _LANES
+    total, comp = 0.0, 0.0
+    for kk in range(k, k1):  # the tail, in order
+        total, comp = _kahan_add(total, comp, _prelu_term(_load64(x[i, j, kk]), _load64(g[i, j, kk]), ge))
+    for lane in range(_LANES):
+        total, comp = _kahan_add(total, comp, sums[lane])
+        total, comp = _kahan_add(total, comp, -comps[lane])
+    return total, comp
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _kahan_lanes3(sums, comps, g, x, i, j, k, ge):
+    """Add the terms of elements k … k+7 of row (i, j) into the eight compensated lanes."""
+    s0, s1, s2, s3, s4, s5, s6, s7 = sums
+    c0, c1, c2, c3, c4, c5, c6, c7 = comps
+    s0, c0 = _kahan_add(s0, c0, _prelu_term(_load64(x[i, j, k]), _load64(g[i, j, k]), ge))
+    s1, c1 = _kahan_add(s1, c1, _prelu_term(_load64(x[i, j, k + 1]), _load64(g[i, j, k + 1]), ge))
+    s2, c2 = _kahan_add(s2, c2, _prelu_term(_load64(x[i, j, k + 2]), _load64(g[i, j, k + 2]), ge))
+    s3, c3 = _kahan_add(s3, c3, _prelu_term(_load64(x[i, j, k + 3]), _load64(g[i, j, k + 3]), ge))
+    s4, c4 = _kahan_add(s4, c4, _prelu_term(_load64(x[i, j, k + 4]), _load64(g[i, j, k + 4]), ge))
+    s5, c5 = _kahan_add(s5, c5, _prelu_term(_load64(x[i, j, k + 5]), _load64(g[i, j, k + 5]), ge))
+    s6, c6 = _kahan_add(s6, c6, _prelu_term(_load64(x[i, j, k + 6]), _load64(g[i, j, k + 6]), ge))
+    s7, c7 = _kahan_add(s7, c7, _prelu_term(_load64(x[i, j, k + 7]), _load64(g[i, j, k + 7]), ge))
+    return (s0, s1, s2, s3, s4, s5, s6, s7), (c0, c1, c2, c3, c4, c5, c6, c7)
+
+
+def _prelu_row_terms(g, x, i, j, k0, k1, ge):
+    """Sum of the terms of row (i, j), elements k0:k1, as a (sum, comp) pair."""
+
+
+@overload(_prelu_row_terms, jit_options=NJIT_OPTIONS)
+def _ol_prelu_row_terms(g, x, i, j, k0, k1, ge):
+    if x.dtype == types.float64:
+        return lambda g, x, i, j, k0, k1, ge: _prelu_terms_kahan_c(g, x, i, j, k0, k1, ge)
+    return lambda g, x, i, j, k0, k1, ge: (_prelu_terms_sum_c(g, x, i, j, k0, k1, ge), 0.0)
+
+
+@_jit
+def prelu_bwd_c(g, x, gi, w, acc, comp, per_k, ge, axis, lo, hi):
+    """Write ``gi`` over the range and add the weight gradient into (``acc``, ``comp``)."""
+    i0, i1, j0, j1, k0, k1 = _ranges(x.shape, axis, lo, hi)
+    for i in range(i0, i1):
+        for j in range(j0, j1):
+            if per_k:  # channels last: every element has its own weight element
+                for k in range(k0, k1):
+                    xv = _load(x[i, j, k], gi)
+                    gv = _load(g[i, j, k], gi)
+                    wv = _load(w[k], gi)
+                    r = _lrelu_grad(gv, xv, wv, ge)
+                    gi[i, j, k] = _narrow(r, gi)
+                    term = _prelu_term(_load64(x[i, j, k]), _load64(g[i, j, k]), ge)
+                    a, c = acc[k], comp[k]
+                    acc[k], comp[k] = _kahan_add(a, c, term)
+                continue
+            s = _load(w[j], gi)
+            total, tcomp = 0.0, 0.0
+            for start in range(k0, k1, _BLOCK):  # two passes per stretch, while it is in L1
+                stop = min(start + _BLOCK, k1)
+                for k in range(start, stop):
+                    xv = _load(x[i, j, k], gi)
+                    gv = _load(g[i, j, k], gi)
+                    r = _lrelu_grad(gv, xv, s, ge)
+                    gi[i, j, k] = _narrow(r, gi)
+                part, pcomp = _prelu_row_terms(g, x, i, j, start, stop, ge)
+                total, tcomp = _kahan_add(total, tcomp, part)
+                total, tcomp = _kahan_add(total, tcomp, -pcomp)
+            a, c = acc[j], comp[j]
+            a, b = _kahan_add(a, c, total)
+            acc[j] = a
+            comp[j] = b + tcomp
+
+
+@_jit(parallel=True)
+def prelu_bwd_c_par(g, x, gi, w, partials, per_k, ge, axis, bounds):
+    """``prelu_bwd_c`` over the parts ``bounds[u]:bounds[u+1]`` of ``axis``, in parallel; part
+    u adds into ``partials[u]``, or all into ``partials[0]`` where it has one row (parts that
+    touch disjoint weight elements)."""
+    shared = partials.shape[0] == 1
+    for u in prange(bounds.shape[0] - 1):
+        p = partials[0] if shared else partials[u]
+        prelu_bwd_c(g, x, gi, w, p[0], p[1], per_k, ge, axis, bounds[u], bounds[u + 1])

@@ -1,34 +1,45 @@
-"""The kernels' threads: serial ``nogil`` kernels run over chunks by the library's own pool.
+"""The kernels' threads: how many a call may use, and numba's threading layer underneath.
 
-Why not numba's ``parallel=True``: on Linux its threading layers each fail one of the ways
-our users run (GNU OpenMP kills a child forked after the parent ran a parallel region, which
-PyTorch DataLoader workers do; ``workqueue`` aborts when two Python threads run parallel
-kernels at once; ``tbb`` is safe but its PyPI library is not found inside a virtual
-environment without help). A pool of plain Python threads that call ``nogil`` kernels is
-safe for concurrent callers (work is queued, kernels hold no shared state) and for ``fork``
-(the child gets a fresh pool: threads do not survive ``fork``, so the pool is dropped in
-the child and rebuilt on first use), and it matched ``prange``'s throughput here.
+Large calls run numba ``parallel=True`` drivers (``prange`` over chunks, each chunk a serial,
+vectorised loop). The threading layer is chosen for the lowest fan-out cost: GNU OpenMP
+(``omp``) hands two chunks to its team in a few microseconds, where a pool of Python threads
+needed about 70 (waking a thread and passing the GIL), and ``tbb`` about 15 below a million
+elements (see docs/benchmarks.md). numba picks the layer once per process, at the first
+parallel call; leakyops asks for ``omp`` first unless the user chose a layer themselves
+(``NUMBA_THREADING_LAYER`` or ``NUMBA_THREADING_LAYER_PRIORITY``).
 
-The calling thread runs the first chunk itself, so a call on ``n`` threads uses ``n - 1``
-pool threads.
+Where each layer falls short, and what leakyops does about it:
+
+- GNU OpenMP cannot run a parallel region in a child forked after the parent ran one (numba
+  aborts the child). A child forked after the kernels ran threaded therefore runs them on
+  one thread (as PyTorch does in forked DataLoader workers); a child of a parent that never
+  ran them threaded may use threads.
+- ``workqueue`` (numba's fallback when neither OpenMP nor TBB loads) aborts when two threads
+  enter parallel code at once: a lock lets one call at a time run threaded there; the
+  others run on one thread.
+
+Thread counts: :func:`set_num_threads` for the process, or for the calling thread only
+(``this_thread_only=True``, :func:`thread_limit`), as Dask's worker threads use one each.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from ._config import DEFAULT_THREADS
 
-__all__ = ["get_num_threads", "set_num_threads", "thread_limit", "run"]
+__all__ = ["get_num_threads", "set_num_threads", "thread_limit", "parallel_threads",
+           "parallel_gate"]
 
 _state = threading.local()
-_lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
 _num_threads = DEFAULT_THREADS
+_layer: str | None = None  # numba's threading layer, once it is running
+_max_threads = 1  # the threads numba's pool has
+_forked_after_threads = False  # this process is a child forked after threaded kernels ran
+_gate = threading.Lock()  # for the workqueue layer only
 
 
 def get_num_threads() -> int:
@@ -40,7 +51,8 @@ def set_num_threads(n: int, *, this_thread_only: bool = False) -> None:
     """Set how many threads the kernels use for large arrays (``n >= 1``).
 
     With ``this_thread_only=True`` the setting applies to calls made from the current thread
-    only (Dask worker threads use this to run one kernel thread each).
+    only (Dask worker threads use this to run one kernel thread each). Counts beyond the
+    machine's processors are capped at the processors numba's pool has.
     """
     global _num_threads
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -74,37 +86,72 @@ def thread_limit(n: int):
             _state.num_threads = prev
 
 
-def _get_pool(workers: int) -> ThreadPoolExecutor:
-    global _pool, _pool_size
-    with _lock:
-        if _pool is None or _pool_size < workers:
-            old = _pool
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="leakyops")
-            _pool_size = workers
-            if old is not None:
-                old.shutdown(wait=False)
-        return _pool
+def _start_numba_threads() -> None:
+    """Start numba's pool (once), preferring OpenMP unless the user chose a layer."""
+    global _layer, _max_threads
+    import numba
+    from numba.core import config
+    from numba.np.ufunc import parallel
+
+    if not (os.environ.get("NUMBA_THREADING_LAYER") or os.environ.get("NUMBA_THREADING_LAYER_PRIORITY")) \
+            and config.THREADING_LAYER == "default" and not parallel._is_initialized:
+        config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
+    parallel._launch_threads()
+    _layer = numba.threading_layer()
+    _max_threads = config.NUMBA_NUM_THREADS
+
+
+def parallel_threads() -> int:
+    """How many threads a large call made now from this thread may use (1: run serially).
+
+    Also sizes numba's team for this thread to that count (numba's setting is per thread),
+    so that a threaded driver's ``prange`` over that many chunks wakes no idle thread.
+    """
+    n = get_num_threads()
+    if n == 1 or _forked_after_threads:
+        return 1
+    if _layer is None:
+        _start_numba_threads()
+    n = min(n, _max_threads)
+    if getattr(_state, "team", None) != n:
+        import numba
+
+        numba.set_num_threads(n)
+        _state.team = n
+    return n
+
+
+@contextlib.contextmanager
+def parallel_gate():
+    """Entered around a threaded kernel call: yields whether it may run threaded now.
+
+    Always yes, except on numba's ``workqueue`` layer while another thread's call runs.
+    """
+    if _layer != "workqueue":
+        yield True
+        return
+    got = _gate.acquire(blocking=False)
+    try:
+        yield got
+    finally:
+        if got:
+            _gate.release()
 
 
 def _after_fork_in_child() -> None:
-    global _pool, _pool_size, _lock
-    _pool = None  # the parent's threads do not exist here
-    _pool_size = 0
-    _lock = threading.Lock()
+    global _forked_after_threads, _gate
+    _gate = threading.Lock()
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    if parallel is None or not parallel._is_initialized:
+        return  # numba's pool never started (here or in the user's own code): threads are fine
+    import numba
+
+    try:
+        layer = numba.threading_layer()
+    except ValueError:
+        layer = None
+    if layer not in ("tbb", "workqueue"):  # GNU OpenMP: its threads are gone in the child
+        _forked_after_threads = True
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def run(fn, tasks) -> None:
-    """Call ``fn(*args)`` for every ``args`` in ``tasks``: the first here, the rest on the pool."""
-    if len(tasks) == 1:
-        fn(*tasks[0])
-        return
-    pool = _get_pool(len(tasks) - 1)
-    futures = [pool.submit(fn, *args) for args in tasks[1:]]
-    try:
-        fn(*tasks[0])
-    finally:
-        for f in futures:
-            f.result()

@@ -453,6 +453,66 @@ def test_small_array_path_with_out(dtype):
 
 
 @dtypes
+def test_prelu_backward_out(dtype):
+    # SPEC §0: out=(grad_input, grad_weight), either None; the rules of out= elsewhere
+    rng = np.random.default_rng(23)
+    x = random_values(rng, (3, 4, 50), dtype)
+    g = random_values(rng, x.shape, dtype)
+    w = random_values(rng, 4, dtype, special_share=0)
+    egi, egw = leakyops.prelu_backward(g, x, w)
+    gi, gw = np.empty_like(x), np.empty_like(w)
+    res = leakyops.prelu_backward(g, x, w, out=(gi, gw))
+    assert res[0] is gi and res[1] is gw
+    assert_same(gi, egi)
+    assert_same(gw, egw)
+    for out in ((None, np.empty_like(w)), (np.empty_like(x), None), [np.empty_like(x), None]):
+        got = leakyops.prelu_backward(g, x, w, out=out)
+        for given, r, e in zip(out, got, (egi, egw)):
+            assert given is None or r is given
+            assert_same(r, e)
+    # another dtype: computed in x's dtype, then cast
+    other = F64 if dtype != F64 else F32
+    gi64, gw64 = np.empty(x.shape, other), np.empty(w.shape, other)
+    leakyops.prelu_backward(g, x, w, out=(gi64, gw64))
+    with np.errstate(over="ignore"):
+        assert_same(gi64, egi.astype(other))
+        assert_same(gw64, egw.astype(other))
+    # grad_input may be an input, or overlap one, or the weight: as if it did not
+    for target in ("x", "g"):
+        xx, gg = x.copy(), g.copy()
+        arr = xx if target == "x" else gg
+        got, _ = leakyops.prelu_backward(gg, xx, w, out=(arr, None))
+        assert got is arr
+        assert_same(arr, egi)
+    z = np.concatenate([w, g.ravel()])
+    gi_over = z[: x.size].reshape(x.shape)  # overlaps the weight and grad_output
+    want_gi, want_gw = leakyops.prelu_backward(z[4:].reshape(x.shape).copy(), x, z[:4].copy())
+    got = leakyops.prelu_backward(z[4:].reshape(x.shape), x, z[:4], out=(gi_over, None))
+    assert_same(got[0], want_gi)
+    assert_same(got[1], want_gw)
+    # errors: nothing written, the message names the output
+    ro_gw = np.full_like(w, 7)
+    ro_gw.flags.writeable = False
+    fresh = np.zeros_like(x)
+    with pytest.raises(ValueError, match=r"out\[1\].*read-only"):
+        leakyops.prelu_backward(g, x, w, out=(fresh, ro_gw))
+    assert not fresh.any()
+    with pytest.raises(ValueError, match=r"out\[0\].*shape"):
+        leakyops.prelu_backward(g, x, w, out=(np.empty((3, 4, 49), dtype), None))
+    with pytest.raises(ValueError, match=r"out\[1\].*shape"):
+        leakyops.prelu_backward(g, x, w, out=(None, np.empty((1, 4), dtype)))
+    with pytest.raises(TypeError, match="out must be None or a tuple"):
+        leakyops.prelu_backward(g, x, w, out=np.empty_like(x))
+    with pytest.raises(TypeError, match="length 3"):
+        leakyops.prelu_backward(g, x, w, out=(None, None, None))
+    with pytest.raises(TypeError, match=r"out\[0\]"):
+        leakyops.prelu_backward(g, x, w, out=(x.tolist(), None))
+    both = np.empty(x.size + 4, dtype)
+    with pytest.raises(ValueError, match="overlap"):
+        leakyops.prelu_backward(g, x, w, out=(both[: x.size].reshape(x.shape), both[x.size - 2: x.size + 2]))
+
+
+@dtypes
 def test_any_strides(dtype):
     rng = np.random.default_rng(6)
     for name, x in _layouts(rng, dtype):
