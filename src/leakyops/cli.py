@@ -677,17 +677,25 @@ def cmd_bench(args) -> int:
             raise CLIError("--plot needs matplotlib: pip install 'leakyops[plot]'") from None
     if args.threads is not None and args.threads < 1:
         raise CLIError("--threads must be at least 1")
+    if args.rounds is not None and args.rounds < 1:
+        raise CLIError("--rounds must be at least 1")
+    peers = args.peers or tuple(_bench.PEERS)
+    if args.no_torch:
+        peers = tuple(p for p in peers if p not in ("torch", "copy-torch"))
     records = _bench.run(
         ops=args.ops,
-        dtypes=args.dtypes,
+        dtypes=tuple(_DTYPE_ALIASES[d] for d in args.dtypes) if args.dtypes else _bench.DTYPES,
         sizes=args.sizes,
         quick=args.quick,
         threads=args.threads,
         min_time=args.min_time,
-        peers=None if not args.no_torch else ("leakyops", "numpy", "copy"),
+        rounds=args.rounds,
+        peers=peers,
         progress=not args.no_progress,
+        log=lambda line: print(line, file=sys.stderr),
     )
     _out(_bench.format_table(records))
+    _out(_bench.summary(records))
     if args.json:
         try:
             Path(args.json).write_text(json.dumps(_bench.to_json(records), indent=2) + "\n")
@@ -1055,6 +1063,12 @@ def _add_op_options(p, golden: bool) -> None:
 
 
 
+def _bench_peers() -> tuple:
+    from leakyops._bench import PEERS
+
+    return tuple(PEERS)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="leakyops",
@@ -1195,30 +1209,37 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_run)
 
     b = sub.add_parser(
-        "bench", help="time the operators against PyTorch, NumPy and a plain copy",
-        description="Time every operator x dtype at 1e3, 1e5, 1e6, 1.6e7 and 6.4e7 elements (--quick: "
-                    "1e3, 1e5, 1e6) for leakyops, PyTorch (same thread count; skipped if torch is not "
-                    "installed), NumPy and a plain copy (np.copyto) of the same bytes. Reports GB/s "
-                    "(bytes read + written) and the ratio to PyTorch. prelu/prelu_backward use NCHW "
-                    "with 64 channels; PyTorch's prelu_backward is aten._prelu_kernel_backward plus its "
-                    "channel sum. A progress bar goes to stderr.",
+        "bench", help="time the operators against PyTorch, oneDNN, ONNX Runtime and a copy",
+        description="Time every operator x dtype at 1e3 … 6.4e7 elements (--quick: 1e3 … 1e6) for "
+                    "leakyops and its peers, each library in a process of its own, the processes "
+                    "taking turns over several rounds (best time per case): PyTorch (aten ops, out= "
+                    "where they exist), the real oneDNN primitives (pip install "
+                    "onednn-cpu-gomp==2023.2.0), ONNX Runtime (pip install onnxruntime onnx) and "
+                    "copies of the same bytes (the ceiling). Prints µs per call, leakyops' GB/s "
+                    "(bytes read + written), its ratio to the fastest peer and its share of the "
+                    "copy ceiling. A peer that is not installed or has no kernel for a case on this "
+                    "CPU is skipped with one line on stderr saying why. prelu/prelu_backward use "
+                    "(4, 64, L). A progress bar goes to stderr.",
         formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
         epilog=_examples("""
             leakyops bench --quick
             leakyops bench --ops leaky_relu,prelu --dtypes float32,bf16 --plot bench.png
-            leakyops bench --sizes 1e6 --threads 1 --json bench.json
+            leakyops bench --sizes 1e6 --threads 1 --peers leakyops,torch --json bench.json
         """),
     )
-    b.add_argument("--quick", action="store_true", help="small sizes only (1e3, 1e5, 1e6) and short timing")
+    b.add_argument("--quick", action="store_true", help="small sizes only (1e3 … 1e6), two rounds, short timing")
     b.add_argument("--ops", type=_name_list_arg(OPS), default=OPS, metavar="OPS",
                    help="comma-separated operators (default: all five)")
     b.add_argument("--dtypes", type=_name_list_arg(_DTYPE_ALIASES), default=None, metavar="DTYPES",
                    help="comma-separated dtypes (default: all four)")
     b.add_argument("--sizes", type=_int_list_arg, default=None, metavar="N,…",
                    help="comma-separated element counts (default: see above)")
-    b.add_argument("--threads", type=int, default=None, help="threads for leakyops and PyTorch (default: leakyops')")
+    b.add_argument("--peers", type=_name_list_arg(_bench_peers()), default=None, metavar="PEERS",
+                   help="comma-separated peers (default: all: " + ",".join(_bench_peers()) + ")")
+    b.add_argument("--threads", type=int, default=None, help="threads per library (default: leakyops')")
+    b.add_argument("--rounds", type=int, default=None, help="rounds of turns (default 3, --quick 2)")
     b.add_argument("--min-time", type=float, default=None, metavar="SECONDS",
-                   help="time each case for at least this long (default 0.2, --quick 0.05)")
+                   help="time each case for about this long per round (default 0.1, --quick 0.03)")
     b.add_argument("--no-torch", action="store_true", help="leave PyTorch out even if it is installed")
     b.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     b.add_argument("--plot", metavar="FILE.png", default=None,

@@ -1,0 +1,300 @@
+"""The benchmark behind ``leakyops bench`` and ``benchmarks/bench.py``.
+
+Every library runs in a process of its own (:mod:`._worker`): PyTorch's and oneDNN's GNU
+OpenMP threads keep spinning after each call and would take the cores of whatever runs next
+in the same process, so timing several libraries in one process measures contention, not
+the libraries. The processes take turns over several rounds (the order rotates every round)
+and the best time of each case is kept, so that a slow stretch of a shared machine does not
+fall on one library only.
+
+Peers (see :mod:`._peers`): PyTorch, the real oneDNN primitives, ONNX Runtime, and copies of
+the same bytes (the fastest of NumPy's, PyTorch's and leakyops' own copy is the ceiling).
+Each is skipped, with one line saying why, where it is not installed or has no kernel for
+a case on this CPU. Nothing here is imported by ``import leakyops``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+from ._cases import DEFAULT_SIZES, DTYPES, OPS, QUICK_SIZES, case
+from ._peers import COPIES, LIBRARIES, PEERS
+from ._timing import best_time
+
+__all__ = ["DEFAULT_SIZES", "DTYPES", "OPS", "QUICK_SIZES", "PEERS", "best_time", "run",
+           "format_table", "to_json", "plot", "summary"]
+
+#: Extra rows compared with PyTorch only: calls that allocate their results.
+EXTRA_OPS = {"leaky_relu:alloc": ("leakyops", "torch"),
+             "prelu_backward:fresh": ("leakyops", "torch")}
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.done, self.enabled, self.width = total, 0, enabled, 30
+
+    def step(self, n: int, label: str) -> None:
+        self.done += n
+        if self.enabled:
+            filled = int(self.width * self.done / max(self.total, 1))
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] "
+                             f"{self.done}/{self.total} {label:<32.32}")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _worker(peer: str, cases: list, threads: int, min_time: float):
+    """Run ``cases`` on ``peer`` in a new process; yields (case key, result) per case."""
+    env = dict(os.environ)
+    for var in ("LEAKYOPS_BENCH_THREADS", "LEAKYOPS_NUM_THREADS", "OMP_NUM_THREADS",
+                "MKL_NUM_THREADS"):
+        env[var] = str(threads)
+    job = json.dumps({"peer": peer, "cases": cases, "min_time": min_time})
+    proc = subprocess.Popen([sys.executable, "-m", "leakyops._bench._worker"], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    with proc:
+        proc.stdin.write(job)
+        proc.stdin.close()
+        for line in proc.stdout:
+            rec = json.loads(line)
+            yield rec.pop("key"), rec
+        err = proc.stderr.read()
+        if proc.wait() != 0:
+            last = [ln for ln in err.strip().splitlines() if ln.strip()][-1:] or [""]
+            yield None, {"crashed": f"its process died (exit status {proc.returncode}): {last[0][:200]}"}
+
+
+def run(ops=OPS, dtypes=DTYPES, sizes=None, *, quick=False, threads=None, min_time=None,
+        rounds=None, peers=None, extra=True, progress=True, log=None) -> list[dict]:
+    """Time every case on every peer; one record per case and peer (``seconds`` or ``skipped``).
+
+    ``log(line)`` receives the one-line reason of each peer that is skipped (per reason).
+    """
+    import leakyops
+
+    sizes = tuple(sizes or (QUICK_SIZES if quick else DEFAULT_SIZES))
+    threads = threads or leakyops.get_num_threads()
+    min_time = (0.03 if quick else 0.1) if min_time is None else min_time
+    rounds = (2 if quick else 3) if rounds is None else rounds
+    peers = tuple(peers or PEERS)
+    cases = [case(op, dt, n) for op in ops for dt in dtypes for n in sizes]
+    if extra:
+        cases += [case(op, "float32", n) for op in EXTRA_OPS for n in sizes
+                  if op.split(":")[0] in ops and (n <= 1_000 or op.startswith("prelu"))]
+    for c in cases:
+        c["key"] = f"{c['op']}|{c['dtype']}|{c['size']}"
+
+    def wanted(peer, c):
+        allowed = EXTRA_OPS.get(c["op"])
+        return allowed is None or peer in allowed
+
+    best: dict = {}
+    skipped: dict = {}
+    plan = {p: [c for c in cases if wanted(p, c)] for p in peers}
+    bar = _Progress(rounds * sum(len(v) for v in plan.values()), progress)
+    order = list(peers)
+    try:
+        for r in range(rounds):
+            for peer in order:
+                todo = [c for c in plan[peer] if (peer, c["key"]) not in skipped]
+                bar.step(len(plan[peer]) - len(todo), peer)
+                while todo:
+                    done = set()
+                    for key, rec in _worker(peer, todo, threads, min_time):
+                        if key is None:  # the process died: the first case not done is the culprit
+                            culprit = next(c for c in todo if c["key"] not in done)
+                            skipped[(peer, culprit["key"])] = rec["crashed"]
+                            done.add(culprit["key"])
+                            bar.step(1, peer)
+                            break
+                        done.add(key)
+                        bar.step(1, f"{peer} {key}")
+                        if "skipped" in rec:
+                            skipped[(peer, key)] = rec["skipped"]
+                        else:
+                            best[(peer, key)] = min(best.get((peer, key), float("inf")), rec["seconds"])
+                    todo = [c for c in todo if c["key"] not in done]
+            order = order[1:] + order[:1]  # another library goes first next round
+    finally:
+        bar.close()
+    if log is not None:
+        reasons: dict = {}
+        for (peer, _), why in skipped.items():
+            reasons.setdefault((peer, why), 0)
+            reasons[(peer, why)] += 1
+        for (peer, why), count in reasons.items():
+            log(f"skipped {peer} ({count} case{'s' if count > 1 else ''}): {why}")
+    records = []
+    for c in cases:
+        for peer in peers:
+            if not wanted(peer, c):
+                continue
+            rec = {k: c[k] for k in ("op", "dtype", "size", "shape", "elements", "bytes")}
+            rec.update(peer=peer, threads=threads)
+            t = best.get((peer, c["key"]))
+            if t is None:
+                rec.update(seconds=None, gbps=None, skipped=skipped.get((peer, c["key"]), "not run"))
+            else:
+                rec.update(seconds=t, gbps=c["bytes"] / t / 1e9, skipped=None)
+            records.append(rec)
+    return records
+
+
+def _by_case(records):
+    cases: dict = {}
+    for r in records:
+        cases.setdefault((r["op"], r["dtype"], r["size"]), {})[r["peer"]] = r
+    return cases
+
+
+def _ratios(peers: dict):
+    """(fastest library's name, leakyops' speed relative to it, share of the copy ceiling)."""
+    ours = peers.get("leakyops", {}).get("seconds")
+    libs = [(p["seconds"], name) for name, p in peers.items()
+            if name in LIBRARIES and p["seconds"] is not None]
+    copies = [p["seconds"] for name, p in peers.items() if name in COPIES and p["seconds"] is not None]
+    fastest = min(libs) if libs else None
+    ratio = fastest[0] / ours if fastest and ours else None
+    share = min(copies) / ours if copies and ours else None
+    return (fastest[1] if fastest else None), ratio, share
+
+
+def format_table(records) -> str:
+    """µs per call for every peer, leakyops' GB/s, its ratio to the fastest peer and its share
+    of the copy ceiling, one row per case."""
+    if not records:
+        return "no measurements"
+    threads = records[0]["threads"]
+    cols = ["leakyops", "torch", "onednn", "onnxruntime", "copy"]
+    head = (f"{'operator':<22} {'dtype':<9} {'elements':>11} "
+            + " ".join(f"{c if c != 'onnxruntime' else 'onnxrt':>10}" for c in cols)
+            + f" {'GB/s':>7} {'x fastest':>9} {'peer':>7} {'x copy':>6}")
+    lines = [f"µs per call (best of all rounds), {threads} thread(s) per library, each library in "
+             "a process of its own; copy = the fastest copy of the same bytes", head]
+
+    def us(t):
+        return f"{t * 1e6:>10.1f}" if t is not None else f"{'-':>10}"
+
+    for (op, dname, _), peers in _by_case(records).items():
+        ours = peers.get("leakyops")
+        copies = [p["seconds"] for n, p in peers.items() if n in COPIES and p["seconds"] is not None]
+        times = [peers.get(c, {}).get("seconds") for c in cols[:-1]] + [min(copies) if copies else None]
+        name, ratio, share = _ratios(peers)
+        gbps = ours["gbps"] if ours and ours["gbps"] else None
+        elements = next(iter(peers.values()))["elements"]
+        lines.append(f"{op:<22} {dname:<9} {elements:>11,} "
+                     + " ".join(us(t) for t in times)
+                     + (f" {gbps:>7.2f}" if gbps else f" {'-':>7}")
+                     + (f" {ratio:>9.2f}" if ratio else f" {'-':>9}")
+                     + f" {(name or '-')[:7]:>7}"
+                     + (f" {share:>6.2f}" if share else f" {'-':>6}"))
+    lines.append("x fastest: the fastest peer's time / leakyops' time (> 1: leakyops is faster); "
+                 "x copy: leakyops' share of the copy ceiling's bandwidth")
+    return "\n".join(lines)
+
+
+def summary(records, min_size: int = 10_000) -> str:
+    """How many cases from ``min_size`` on are at least as fast as the fastest peer."""
+    met = total = 0
+    worst = []
+    for (op, dname, size), peers in _by_case(records).items():
+        if size < min_size or op in EXTRA_OPS:
+            continue
+        _, ratio, _ = _ratios(peers)
+        if ratio is None:
+            continue
+        total += 1
+        met += ratio >= 1.0
+        if ratio < 1.0:
+            worst.append((ratio, f"{op} {dname} {size:.0e}"))
+    line = f"{met} of {total} cases from {min_size:.0e} elements on are >= 1.0x the fastest peer"
+    if worst:
+        line += "; below: " + ", ".join(f"{name} {r:.2f}" for r, name in sorted(worst))
+    return line
+
+
+def to_json(records) -> dict:
+    import numpy as np
+
+    import leakyops
+
+    return {
+        "date": datetime.date.today().isoformat(),
+        "cpu": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "leakyops_version": getattr(leakyops, "__version__", "unknown"),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "records": records,
+    }
+
+
+def plot(records, path) -> None:
+    """GB/s by size: one panel per operator (rows) and dtype (columns), one line per peer."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ops = [op for op in dict.fromkeys(r["op"] for r in records) if op not in EXTRA_OPS]
+    dtypes = list(dict.fromkeys(r["dtype"] for r in records))
+    style = {"leakyops": ("C0", "o", "-"), "torch": ("C3", "s", "-"), "onednn": ("C1", "^", "-"),
+             "onnxruntime": ("C2", "v", "-"), "copy": ("0.4", "", "--")}
+    fig, axes = plt.subplots(max(1, len(ops)), len(dtypes),
+                             figsize=(3.6 * len(dtypes) + 1, 2.8 * max(1, len(ops)) + 1),
+                             squeeze=False, sharex=True)
+    for i, op in enumerate(ops):
+        for j, dname in enumerate(dtypes):
+            ax = axes[i][j]
+            for line in style:
+                pts = {}
+                for r in records:
+                    if r["op"] != op or r["dtype"] != dname or r["gbps"] is None:
+                        continue
+                    name = "copy" if r["peer"] in COPIES else r["peer"]
+                    if name == line:
+                        pts[r["elements"]] = max(pts.get(r["elements"], 0.0), r["gbps"])
+                if pts:
+                    color, marker, ls = style[line]
+                    xs = sorted(pts)
+                    ax.plot(xs, [pts[k] for k in xs], color=color, marker=marker, linestyle=ls,
+                            label=line)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{op} · {dname}", fontsize=9)
+            ax.grid(True, which="both", alpha=0.3)
+            if j == 0:
+                ax.set_ylabel("GB/s (read + written)")
+            if i == len(ops) - 1:
+                ax.set_xlabel("elements")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    threads = records[0]["threads"] if records else "?"
+    fig.suptitle(f"leakyops and its peers, each in its own process: GB/s by size, {threads} thread(s)",
+                 y=0.995, fontsize=11)
+    top = 1 - 0.9 / fig.get_figheight()
+    fig.legend(handles, labels, loc="upper center", ncol=max(1, len(labels)), frameon=False,
+               bbox_to_anchor=(0.5, top + 0.35 / fig.get_figheight()))
+    fig.tight_layout(rect=(0, 0, 1, top))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,120 @@
+"""The benchmark runner (``leakyops bench``, ``benchmarks/bench.py``): processes, skips, ratios.
+
+These tests check the machinery (every library in its own process, peers skipped with one
+line, a crashing peer, the arithmetic of the ratios), never a speed: timings are not tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from leakyops import _bench
+from leakyops._bench import _peers
+
+
+def _cli(*args, env=None):
+    full = dict(os.environ)
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-m", "leakyops", "bench", *map(str, args)],
+                          capture_output=True, text=True, env=full, timeout=600, check=False)
+
+
+def test_bench_runs_each_peer_in_its_own_process(tmp_path):
+    js = tmp_path / "b.json"
+    res = _cli("--sizes", "1000", "--ops", "leaky_relu,prelu_backward", "--dtypes", "bf16",
+               "--peers", "leakyops,copy-numpy,copy-leakyops", "--rounds", "2", "--min-time", "0.001",
+               "--json", js)
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr
+    assert "] 16/16 " in res.stderr  # the progress bar: 2 rounds x (2 + 2 + 2 + 2 extra) cases
+    head = res.stdout.splitlines()[1]
+    for col in ("leakyops", "torch", "onednn", "copy", "x fastest", "x copy"):
+        assert col in head
+    rows = [ln for ln in res.stdout.splitlines() if ln.startswith(("leaky_relu ", "prelu_backward "))]
+    assert len(rows) == 2
+    doc = json.loads(js.read_text())
+    assert doc["cpu"] and doc["date"]
+    recs = doc["records"]
+    assert {r["peer"] for r in recs} == {"leakyops", "copy-numpy", "copy-leakyops"}
+    for r in recs:
+        assert r["seconds"] > 0 and r["gbps"] > 0 and r["skipped"] is None
+        per = {"leaky_relu": 2, "prelu_backward": 3, "leaky_relu:alloc": 2, "prelu_backward:fresh": 3}[r["op"]]
+        assert r["bytes"] == per * r["elements"] * (2 if r["dtype"] == "bfloat16" else 4)
+    pb = [r for r in recs if r["op"] == "prelu_backward"]
+    assert all(r["shape"][:2] == [4, 64] and len(r["shape"]) == 3 for r in pb)
+
+
+def _torch_blocker(tmp_path):
+    pkg = tmp_path / "blocker" / "torch"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("raise ImportError('torch is blocked by the test')\n")
+    return str(tmp_path / "blocker")
+
+
+def test_a_missing_peer_is_skipped_with_one_line(tmp_path):
+    env = {"PYTHONPATH": os.pathsep.join([_torch_blocker(tmp_path)] + [p for p in sys.path if p])}
+    res = _cli("--sizes", "1000,2000", "--ops", "leaky_relu", "--dtypes", "float32",
+               "--peers", "leakyops,torch", "--rounds", "1", "--min-time", "0.001", "--no-progress",
+               env=env)
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("skipped torch (3 cases): PyTorch is not installed")  # 2 + alloc
+    rows = [ln for ln in res.stdout.splitlines() if ln.startswith("leaky_relu ")]
+    assert len(rows) == 2 and all(r.split()[4] == "-" for r in rows)  # torch: no time
+
+
+def test_a_peer_whose_process_dies_is_reported_not_fatal():
+    lines = []
+    recs = _bench.run(ops=("leaky_relu",), dtypes=("float32",), sizes=(1000, 2000), rounds=1,
+                      min_time=0.001, peers=("leakyops", "no-such-peer"), extra=False,
+                      progress=False, log=lines.append)
+    ours = [r for r in recs if r["peer"] == "leakyops"]
+    dead = [r for r in recs if r["peer"] == "no-such-peer"]
+    assert len(ours) == 2 and all(r["seconds"] > 0 for r in ours)
+    assert len(dead) == 2 and all(r["seconds"] is None for r in dead)
+    assert all("its process died" in r["skipped"] and "KeyError" in r["skipped"] for r in dead)
+    assert len(lines) == 1 and lines[0].startswith("skipped no-such-peer (2 cases): its process died")
+
+
+def _rec(op, peer, seconds, size=10_000):
+    return {"op": op, "dtype": "float32", "size": size, "shape": [size], "elements": size,
+            "bytes": 8 * size, "peer": peer, "threads": 2, "seconds": seconds,
+            "gbps": None if seconds is None else 8 * size / seconds / 1e9,
+            "skipped": None if seconds is not None else "n/a"}
+
+
+def test_ratios_are_the_fastest_peer_and_the_best_copy():
+    recs = [_rec("leaky_relu", "leakyops", 2e-6), _rec("leaky_relu", "torch", 3e-6),
+            _rec("leaky_relu", "onednn", 2.5e-6), _rec("leaky_relu", "onnxruntime", None),
+            _rec("leaky_relu", "copy-numpy", 1.8e-6), _rec("leaky_relu", "copy-torch", 1.6e-6),
+            _rec("prelu", "leakyops", 4e-6), _rec("prelu", "torch", 2e-6),
+            _rec("prelu", "copy-numpy", 1e-6)]
+    name, ratio, share = _bench._ratios({r["peer"]: r for r in recs if r["op"] == "leaky_relu"})
+    assert name == "onednn" and ratio == pytest.approx(1.25) and share == pytest.approx(0.8)
+    table = _bench.format_table(recs)
+    row = next(ln for ln in table.splitlines() if ln.startswith("leaky_relu "))
+    assert row.split()[-4:] == ["40.00", "1.25", "onednn", "0.80"]
+    assert _bench.summary(recs) == ("1 of 2 cases from 1e+04 elements on are >= 1.0x the fastest "
+                                    "peer; below: prelu float32 1e+04 0.50")
+
+
+def test_onednn_skip_reasons_name_the_cpu_feature():
+    epyc = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16", "f16c"}
+    assert _peers.onednn_missing_feature("float16", epyc) == "no avx512_fp16 and no AVX2-VNNI-2"
+    assert _peers.onednn_missing_feature("bfloat16", epyc) is None
+    assert _peers.onednn_missing_feature("float16", epyc | {"avx512_fp16"}) is None
+    assert _peers.onednn_missing_feature("bfloat16", {"avx2"}) == "no avx512_core and no AVX2-VNNI-2"
+
+
+def test_plot_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    recs = [_rec("leaky_relu", "leakyops", 2e-6, n) for n in (1000, 10_000)]
+    recs += [_rec("leaky_relu", "copy-numpy", 1e-6, n) for n in (1000, 10_000)]
+    _bench.plot(recs, tmp_path / "b.png")
+    assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
