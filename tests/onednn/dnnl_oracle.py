@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from leakyops._bench._peers import cpu_flags, onednn_missing_feature  # noqa: F401 - re-exported
+
 try:  # the bfloat16 NumPy dtype; leakyops depends on ml_dtypes anyway
     from ml_dtypes import bfloat16 as _bf16
 except ImportError:  # pragma: no cover
@@ -536,35 +538,10 @@ print("ok")
 """
 
 
-def cpu_flags() -> frozenset:
-    """The CPU's feature flags as Linux lists them (empty where /proc/cpuinfo is missing)."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
-
-
-#: What oneDNN 3.2 asks of an x86-64 CPU before it offers kernels of a data type
-#: (``platform::has_data_type_support``): (features, what they are called here) per choice.
-_DT_NEEDS = {
-    "f16": [({"avx512_fp16"}, "avx512_fp16"),
-            ({"avx_vnni_int8", "avx_ne_convert", "avx_ifma"}, "AVX2-VNNI-2")],
-    "bf16": [({"avx512f", "avx512bw", "avx512vl", "avx512dq"}, "avx512_core"),
-             ({"avx_vnni_int8", "avx_ne_convert", "avx_ifma"}, "AVX2-VNNI-2")],
-}
-
-
 def missing_feature(dt: str, flags=None) -> str | None:
-    """Why a CPU with ``flags`` (default: this one) has no oneDNN kernels of ``dt``, or None."""
-    needs = _DT_NEEDS.get(dt)
-    flags = cpu_flags() if flags is None else flags
-    if not needs or not flags or any(feats <= flags for feats, _ in needs):
-        return None
-    return "no " + " and no ".join(name for _, name in needs)
+    """Why a CPU with ``flags`` (default: this one) has no oneDNN kernels of ``dt``, or None
+    (the rule the benchmark's oneDNN peer uses too)."""
+    return onednn_missing_feature(np_dtype(dt).name if dt != "bf16" else "bfloat16", flags)
 
 
 def isa_cap() -> str | None:

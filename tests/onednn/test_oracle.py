@@ -108,15 +108,6 @@ def test_probe_agrees_with_the_cpu_features(oracle, kind, dt):
         assert oracle.missing_feature(dt) in reason
 
 
-def test_skip_reasons_name_the_cpu_feature(oracle):
-    epyc = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_bf16", "f16c"}
-    assert oracle.missing_feature("f16", epyc) == "no avx512_fp16 and no AVX2-VNNI-2"
-    assert oracle.missing_feature("bf16", epyc) is None
-    assert oracle.missing_feature("f32", epyc) is None
-    assert oracle.missing_feature("f16", epyc | {"avx512_fp16"}) is None
-    assert oracle.missing_feature("bf16", {"avx2", "f16c"}) == "no avx512_core and no AVX2-VNNI-2"
-
-
 def test_bf16_flush_follows_avx512_bf16(oracle):
     """The library flushes bf16 subnormals exactly on CPUs with avx512_bf16 (vcvtneps2bf16)."""
     oracle.require("LeakyReLU", BF16)
