@@ -63,7 +63,7 @@ class _Progress:
             sys.stderr.flush()
 
 
-def _worker(peer: str, cases: list, threads: int, min_time: float):
+def _spawn(peer: str, cases: list, threads: int, min_time: float):
     """Run ``cases`` on ``peer`` in a new process; yields (case key, result) per case."""
     env = dict(os.environ)
     for var in ("LEAKYOPS_BENCH_THREADS", "LEAKYOPS_NUM_THREADS", "OMP_NUM_THREADS",
@@ -121,7 +121,7 @@ def run(ops=OPS, dtypes=DTYPES, sizes=None, *, quick=False, threads=None, min_ti
                 bar.step(len(plan[peer]) - len(todo), peer)
                 while todo:
                     done = set()
-                    for key, rec in _worker(peer, todo, threads, min_time):
+                    for key, rec in _spawn(peer, todo, threads, min_time):
                         if key is None:  # the process died: the first case not done is the culprit
                             culprit = next(c for c in todo if c["key"] not in done)
                             skipped[(peer, culprit["key"])] = rec["crashed"]
