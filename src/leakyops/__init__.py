@@ -21,10 +21,25 @@ Rules shared by every function:
 
 from __future__ import annotations
 
-from . import _core
-from ._threads import get_num_threads, set_num_threads, thread_limit
+from typing import TYPE_CHECKING, Any, overload
 
-__version__ = "0.1.0"
+from . import _core
+from ._threads import get_num_threads, set_num_threads
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    import numpy as np
+    import numpy.typing as npt
+
+    from ._typing import ArrayT, ArrayT2, FloatArray, FloatT, ShapeT, SlopeLike, WShapeT
+
+    def thread_limit(n: int) -> AbstractContextManager[None]:
+        """Within the ``with`` block, kernels called from this thread use ``n`` threads."""
+else:
+    from ._threads import thread_limit
+
+__version__: str = "0.1.0"
 
 __all__ = [
     "leaky_relu",
@@ -39,10 +54,22 @@ __all__ = [
     "__version__",
 ]
 
-SUPPORTED_DTYPES = _core.SUPPORTED_DTYPES
+#: The four dtypes every operator takes: float16, bfloat16 (``ml_dtypes``), float32, float64.
+SUPPORTED_DTYPES: tuple[np.dtype[Any], ...] = _core.SUPPORTED_DTYPES
 
 
-def leaky_relu(x, negative_slope=0.01, *, out=None):
+@overload
+def leaky_relu(x: np.ndarray[ShapeT, np.dtype[FloatT]], negative_slope: SlopeLike = 0.01, *,
+               out: None = None) -> np.ndarray[ShapeT, np.dtype[FloatT]]: ...
+@overload
+def leaky_relu(x: npt.ArrayLike, negative_slope: SlopeLike = 0.01, *,
+               out: None = None) -> FloatArray: ...
+@overload
+def leaky_relu(x: npt.ArrayLike, negative_slope: SlopeLike = 0.01, *, out: ArrayT) -> ArrayT: ...
+
+
+def leaky_relu(x: npt.ArrayLike, negative_slope: SlopeLike = 0.01, *,
+               out: np.ndarray[Any, Any] | None = None) -> np.ndarray[Any, Any]:
     """LeakyReLU: ``y = x if x > 0 else x * negative_slope``.
 
     Parameters: ``x`` an array-like of float16, bfloat16, float32 or float64;
@@ -58,7 +85,7 @@ def leaky_relu(x, negative_slope=0.01, *, out=None):
     return _core.leaky_relu_impl(x, negative_slope, out)
 
 
-def leaky_relu_(x, negative_slope=0.01):
+def leaky_relu_(x: ArrayT, negative_slope: SlopeLike = 0.01) -> ArrayT:
     """In-place LeakyReLU: writes :func:`leaky_relu` of ``x`` into ``x`` and returns ``x``.
 
     ``x`` must be a writeable ``numpy.ndarray`` (a read-only one is a ``ValueError``).
@@ -71,7 +98,22 @@ def leaky_relu_(x, negative_slope=0.01):
     return _core.leaky_relu_inplace_impl(x, negative_slope)
 
 
-def leaky_relu_backward(grad_output, x, negative_slope, self_is_result=False, *, out=None):
+@overload
+def leaky_relu_backward(grad_output: np.ndarray[ShapeT, np.dtype[FloatT]],
+                        x: np.ndarray[ShapeT, np.dtype[FloatT]], negative_slope: SlopeLike,
+                        self_is_result: bool = False, *,
+                        out: None = None) -> np.ndarray[ShapeT, np.dtype[FloatT]]: ...
+@overload
+def leaky_relu_backward(grad_output: npt.ArrayLike, x: npt.ArrayLike, negative_slope: SlopeLike,
+                        self_is_result: bool = False, *, out: None = None) -> FloatArray: ...
+@overload
+def leaky_relu_backward(grad_output: npt.ArrayLike, x: npt.ArrayLike, negative_slope: SlopeLike,
+                        self_is_result: bool = False, *, out: ArrayT) -> ArrayT: ...
+
+
+def leaky_relu_backward(grad_output: npt.ArrayLike, x: npt.ArrayLike, negative_slope: SlopeLike,
+                        self_is_result: bool = False, *,
+                        out: np.ndarray[Any, Any] | None = None) -> np.ndarray[Any, Any]:
     """Gradient of LeakyReLU: ``dx = g if t > 0 else g * negative_slope``.
 
     ``t`` is ``x``, the forward's input, or — with ``self_is_result=True`` — the forward's
@@ -87,7 +129,18 @@ def leaky_relu_backward(grad_output, x, negative_slope, self_is_result=False, *,
     return _core.leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result, out)
 
 
-def prelu(x, weight, *, axis=1, out=None):
+@overload
+def prelu(x: np.ndarray[ShapeT, np.dtype[FloatT]], weight: npt.ArrayLike, *, axis: int = 1,
+          out: None = None) -> np.ndarray[ShapeT, np.dtype[FloatT]]: ...
+@overload
+def prelu(x: npt.ArrayLike, weight: npt.ArrayLike, *, axis: int = 1,
+          out: None = None) -> FloatArray: ...
+@overload
+def prelu(x: npt.ArrayLike, weight: npt.ArrayLike, *, axis: int = 1, out: ArrayT) -> ArrayT: ...
+
+
+def prelu(x: npt.ArrayLike, weight: npt.ArrayLike, *, axis: int = 1,
+          out: np.ndarray[Any, Any] | None = None) -> np.ndarray[Any, Any]:
     """PReLU: ``y = x if x > 0 else w[c] * x``.
 
     ``weight`` (``x``'s dtype) is one shared slope when it has one element; a 1-D weight of
@@ -104,7 +157,48 @@ def prelu(x, weight, *, axis=1, out=None):
     return _core.prelu_impl(x, weight, axis, out)
 
 
-def prelu_backward(grad_output, x, weight, *, axis=1, out=None):
+@overload
+def prelu_backward(
+    grad_output: npt.ArrayLike, x: np.ndarray[ShapeT, np.dtype[FloatT]],
+    weight: np.ndarray[WShapeT, np.dtype[FloatT]], *, axis: int = 1,
+    out: tuple[None, None] | None = None,
+) -> tuple[np.ndarray[ShapeT, np.dtype[FloatT]], np.ndarray[WShapeT, np.dtype[FloatT]]]: ...
+@overload
+def prelu_backward(
+    grad_output: npt.ArrayLike, x: np.ndarray[ShapeT, np.dtype[FloatT]],
+    weight: np.ndarray[WShapeT, np.dtype[FloatT]], *, axis: int = 1, out: tuple[ArrayT, None],
+) -> tuple[ArrayT, np.ndarray[WShapeT, np.dtype[FloatT]]]: ...
+@overload
+def prelu_backward(
+    grad_output: npt.ArrayLike, x: np.ndarray[ShapeT, np.dtype[FloatT]],
+    weight: np.ndarray[WShapeT, np.dtype[FloatT]], *, axis: int = 1, out: tuple[None, ArrayT],
+) -> tuple[np.ndarray[ShapeT, np.dtype[FloatT]], ArrayT]: ...
+@overload
+def prelu_backward(
+    grad_output: npt.ArrayLike, x: npt.ArrayLike, weight: npt.ArrayLike, *, axis: int = 1,
+    out: tuple[ArrayT, ArrayT2],
+) -> tuple[ArrayT, ArrayT2]: ...
+@overload
+def prelu_backward(
+    grad_output: npt.ArrayLike, x: npt.ArrayLike, weight: npt.ArrayLike, *, axis: int = 1,
+    out: tuple[None, None] | None = None,
+) -> tuple[FloatArray, FloatArray]: ...
+@overload
+def prelu_backward(
+    grad_output: npt.ArrayLike, x: npt.ArrayLike, weight: npt.ArrayLike, *, axis: int = 1,
+    out: tuple[ArrayT, None],
+) -> tuple[ArrayT, FloatArray]: ...
+@overload
+def prelu_backward(
+    grad_output: npt.ArrayLike, x: npt.ArrayLike, weight: npt.ArrayLike, *, axis: int = 1,
+    out: tuple[None, ArrayT],
+) -> tuple[FloatArray, ArrayT]: ...
+
+
+def prelu_backward(
+    grad_output: npt.ArrayLike, x: npt.ArrayLike, weight: npt.ArrayLike, *, axis: int = 1,
+    out: tuple[np.ndarray[Any, Any] | None, np.ndarray[Any, Any] | None] | None = None,
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Gradients of PReLU: ``(grad_input, grad_weight)``.
 
     ``grad_input = g if x > 0 else w[c] * g`` (shaped like ``x``);
