@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
 
@@ -19,8 +21,11 @@ from ._status import (
     record_error,
 )
 
+if TYPE_CHECKING:
+    from .._typing import SlopeLike
 
-def _int_tuple(values, label):
+
+def _int_tuple(values: Sequence[SupportsIndex] | None, label: str) -> tuple[int, ...] | None:
     if values is None:
         return None
     try:
@@ -43,7 +48,9 @@ class aclTensor:
     __slots__ = ("view_dims", "data_type", "strides", "offset", "format", "storage_dims",
                  "data", "destroyed", "_readonly", "__weakref__")
 
-    def __init__(self, view_dims, data_type, strides, offset, fmt, storage_dims, data, readonly=False):
+    def __init__(self, view_dims: tuple[int, ...], data_type: aclDataType, strides: tuple[int, ...],
+                 offset: int, fmt: aclFormat, storage_dims: tuple[int, ...], data: DevicePtr | None,
+                 readonly: bool = False):
         self.view_dims = view_dims
         self.data_type = data_type
         self.strides = strides
@@ -56,7 +63,7 @@ class aclTensor:
 
     # -- queries used by the operators --
     @property
-    def np_dtype(self) -> np.dtype:
+    def np_dtype(self) -> np.dtype[Any]:
         return NP_DTYPES[self.data_type]
 
     @property
@@ -77,7 +84,7 @@ class aclTensor:
     def memory_freed(self) -> bool:
         return self.data is not None and self.data.freed
 
-    def view(self) -> np.ndarray:
+    def view(self) -> np.ndarray[tuple[int, ...], np.dtype[Any]]:
         """A NumPy view of the tensor's elements (writes go to device memory)."""
         dt = self.np_dtype
         if self.is_empty():
@@ -96,7 +103,10 @@ class aclTensor:
                 f"strides={list(self.strides)} offset={self.offset}{state}>")
 
 
-def aclCreateTensor(view_dims, data_type, strides, offset, format, storage_dims, data):  # noqa: A002
+def aclCreateTensor(view_dims: Sequence[SupportsIndex], data_type: aclDataType | int,  # noqa: A002
+                    strides: Sequence[SupportsIndex] | None, offset: int, format: aclFormat | int,
+                    storage_dims: Sequence[SupportsIndex] | None,
+                    data: DevicePtr | None) -> aclTensor | None:
     """Create a tensor over device memory, like CANN's ``aclCreateTensor`` without the
     ``...Num`` counts (Python sequences carry their length).
 
@@ -162,7 +172,8 @@ def aclCreateTensor(view_dims, data_type, strides, offset, format, storage_dims,
     return aclTensor(dims, dt, strd, offset, fmt, sdims, data)
 
 
-def from_numpy(array: np.ndarray, format=aclFormat.ACL_FORMAT_ND):  # noqa: A002
+def from_numpy(array: np.ndarray[Any, Any],  # noqa: A002
+               format: aclFormat | int = aclFormat.ACL_FORMAT_ND) -> aclTensor | None:
     """Wrap a NumPy array as an ``aclTensor`` without copying (any strides, including
     negative and zero). Results written to the tensor appear in ``array``. A read-only array
     gives a tensor that operators refuse as an output. Returns ``None`` (reason in
@@ -203,14 +214,14 @@ def from_numpy(array: np.ndarray, format=aclFormat.ACL_FORMAT_ND):  # noqa: A002
     return aclTensor(dims, dt, strides, offset, aclFormat(int(format)), (span,), DevicePtr(alloc), readonly)
 
 
-def to_numpy(tensor: aclTensor) -> np.ndarray:
+def to_numpy(tensor: aclTensor) -> np.ndarray[tuple[int, ...], np.dtype[np.generic[complex]]]:
     """A NumPy view of a tensor's elements (for inspection; synchronise the stream first)."""
     if not isinstance(tensor, aclTensor) or tensor.destroyed or tensor.memory_freed:
         raise ValueError(f"to_numpy: expected a live aclTensor, got {tensor!r}")
     return tensor.view()
 
 
-def aclDestroyTensor(tensor) -> int:
+def aclDestroyTensor(tensor: aclTensor | None) -> int:
     """Destroy a tensor descriptor (its memory is not freed). Later use is an error status."""
     if tensor is None:
         return ACL_SUCCESS  # like the C API, destroying nullptr is a no-op
@@ -221,21 +232,21 @@ def aclDestroyTensor(tensor) -> int:
     return ACL_SUCCESS
 
 
-def aclGetViewShape(tensor):
+def aclGetViewShape(tensor: aclTensor | None) -> tuple[list[int] | None, int]:
     """``(view_dims, status)``."""
     if not isinstance(tensor, aclTensor) or tensor.destroyed:
         return None, record_error(ACL_ERROR_RT_PARAM_INVALID, f"aclGetViewShape: not a live aclTensor: {tensor!r}")
     return list(tensor.view_dims), ACL_SUCCESS
 
 
-def aclGetViewStrides(tensor):
+def aclGetViewStrides(tensor: aclTensor | None) -> tuple[list[int] | None, int]:
     """``(strides, status)``."""
     if not isinstance(tensor, aclTensor) or tensor.destroyed:
         return None, record_error(ACL_ERROR_RT_PARAM_INVALID, f"aclGetViewStrides: not a live aclTensor: {tensor!r}")
     return list(tensor.strides), ACL_SUCCESS
 
 
-def aclGetDataType(tensor):
+def aclGetDataType(tensor: aclTensor | None) -> tuple[aclDataType | None, int]:
     """``(data_type, status)``."""
     if not isinstance(tensor, aclTensor) or tensor.destroyed:
         return None, record_error(ACL_ERROR_RT_PARAM_INVALID, f"aclGetDataType: not a live aclTensor: {tensor!r}")
@@ -273,7 +284,7 @@ class aclScalar:
         return f"<aclScalar {dtype_name(self.data_type)} {self.value!r}>"
 
 
-def aclCreateScalar(value, data_type):
+def aclCreateScalar(value: SlopeLike, data_type: aclDataType | int) -> aclScalar | None:
     """Create a scalar holding ``value`` stored as ``data_type`` (converted the way a C
     store of that type would: floats round, integers wrap). Returns ``None`` for a value that
     is not a real number or a data type without a scalar form (reason in
@@ -301,7 +312,7 @@ def aclCreateScalar(value, data_type):
     return aclScalar(stored, dt)
 
 
-def aclDestroyScalar(scalar) -> int:
+def aclDestroyScalar(scalar: aclScalar | None) -> int:
     if scalar is None:
         return ACL_SUCCESS
     if not isinstance(scalar, aclScalar) or scalar.destroyed:

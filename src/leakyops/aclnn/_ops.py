@@ -11,13 +11,15 @@ from __future__ import annotations
 import math
 import threading
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from .. import _core
 from ._objects import aclScalar, aclTensor
-from ._runtime import (DevicePtr, _TaskFailed, get_prelu_backward_rule, get_soc_version,
-                       resolve_stream)
+from ._runtime import (DevicePtr, _TaskFailed, aclrtStream, get_prelu_backward_rule,
+                       get_soc_version, resolve_stream)
 from ._status import (
     ACLNN_ERR_INNER,
     ACLNN_ERR_INNER_CREATE_EXECUTOR,
@@ -85,8 +87,9 @@ class aclOpExecutor:
     def __init__(self, op: str):
         self.op = op
         self.workspace_size = 0
-        self._run = None          # callable(workspace_bytes_or_None) or None for "nothing to do"
-        self._tensors: tuple = ()
+        # callable(workspace_bytes_or_None), or None for "nothing to do"
+        self._run: Callable[[np.ndarray[Any, Any] | None], None] | None = None
+        self._tensors: tuple[aclTensor, ...] = ()
         self._spent = False
         self._lock = threading.Lock()
 
@@ -99,7 +102,8 @@ def _create_executor(op: str) -> aclOpExecutor:
     return aclOpExecutor(op)
 
 
-def _phase1(op: str, build, executor_first: bool = True):
+def _phase1(op: str, build: Callable[[aclOpExecutor, str], None],
+            executor_first: bool = True) -> tuple[int, aclOpExecutor | None, int]:
     """Run a first-phase body; never raise. Returns ``(workspace_size, executor, status)``.
 
     ``build(executor, fname)`` checks the arguments (raising ``_Fail``) and fills in the
@@ -280,7 +284,8 @@ def _leaky_relu_build(op, self, negativeSlope, out):
     return build
 
 
-def aclnnLeakyReluGetWorkspaceSize(self, negativeSlope, out):
+def aclnnLeakyReluGetWorkspaceSize(self: aclTensor | None, negativeSlope: aclScalar | None,
+                                   out: aclTensor | None) -> tuple[int, aclOpExecutor | None, int]:
     """First phase of ``aclnnLeakyRelu``: ``out = self if self > 0 else self * negativeSlope``.
 
     Returns ``(workspace_size, executor, status)``.
@@ -288,14 +293,18 @@ def aclnnLeakyReluGetWorkspaceSize(self, negativeSlope, out):
     return _phase1("aclnnLeakyRelu", _leaky_relu_build("aclnnLeakyRelu", self, negativeSlope, out))
 
 
-def aclnnInplaceLeakyReluGetWorkspaceSize(selfRef, negativeSlope):
+def aclnnInplaceLeakyReluGetWorkspaceSize(selfRef: aclTensor | None, negativeSlope: aclScalar | None
+                                          ) -> tuple[int, aclOpExecutor | None, int]:
     """First phase of ``aclnnInplaceLeakyRelu`` (LeakyRelu with ``out = selfRef``)."""
     return _phase1("aclnnInplaceLeakyRelu",
                    _leaky_relu_build("aclnnInplaceLeakyRelu", selfRef, negativeSlope, selfRef))
 
 
 # --- LeakyReluBackward ------------------------------------------------------------------------
-def aclnnLeakyReluBackwardGetWorkspaceSize(gradOutput, self, negativeSlope, selfIsResult, out):
+def aclnnLeakyReluBackwardGetWorkspaceSize(gradOutput: aclTensor | None, self: aclTensor | None,
+                                           negativeSlope: aclScalar | None, selfIsResult: bool,
+                                           out: aclTensor | None
+                                           ) -> tuple[int, aclOpExecutor | None, int]:
     """First phase of ``aclnnLeakyReluBackward``:
     ``out = gradOutput if self > 0 else gradOutput * negativeSlope``, broadcast."""
     op = "aclnnLeakyReluBackward"
@@ -350,7 +359,8 @@ def aclnnLeakyReluBackwardGetWorkspaceSize(gradOutput, self, negativeSlope, self
 
 
 # --- Prelu (forward) --------------------------------------------------------------------------
-def aclnnPreluGetWorkspaceSize(self, weight, out):
+def aclnnPreluGetWorkspaceSize(self: aclTensor | None, weight: aclTensor | None,
+                               out: aclTensor | None) -> tuple[int, aclOpExecutor | None, int]:
     """First phase of ``aclnnPrelu``: ``out = self if self > 0 else weight[c] * self`` with
     ``c`` the channel (dim 1); ``weight`` has 1 element or ``self.shape[1]`` elements."""
     op = "aclnnPrelu"
@@ -417,7 +427,10 @@ def _check_weight_layout(weight, self, channels: int) -> None:
                     f"and 1 elsewhere, i.e. {_shape(wanted)}.")
 
 
-def aclnnPreluBackwardGetWorkspaceSize(gradOutput, self, weight, gradInput, gradWeight):
+def aclnnPreluBackwardGetWorkspaceSize(gradOutput: aclTensor | None, self: aclTensor | None,
+                                       weight: aclTensor | None, gradInput: aclTensor | None,
+                                       gradWeight: aclTensor | None
+                                       ) -> tuple[int, aclOpExecutor | None, int]:
     """First phase of ``aclnnPreluBackward``: ``gradInput = gradOutput if self > 0 else
     weight[c] * gradOutput``; ``gradWeight[c] = Σ (0 if self > 0 else self * gradOutput)``."""
     op = "aclnnPreluBackward"
@@ -543,22 +556,27 @@ def _launch(op: str, workspace, workspace_size, executor, stream) -> int:
         return record_error(ACLNN_ERR_INNER, f"{op}: internal error {type(exc).__name__}: {exc}")
 
 
-def aclnnLeakyRelu(workspace, workspaceSize, executor, stream) -> int:
+def aclnnLeakyRelu(workspace: DevicePtr | None, workspaceSize: int, executor: aclOpExecutor | None,
+                   stream: aclrtStream | None) -> int:
     """Second phase: launch the LeakyRelu executor on ``stream``; returns a status."""
     return _launch("aclnnLeakyRelu", workspace, workspaceSize, executor, stream)
 
 
-def aclnnInplaceLeakyRelu(workspace, workspaceSize, executor, stream) -> int:
+def aclnnInplaceLeakyRelu(workspace: DevicePtr | None, workspaceSize: int, executor: aclOpExecutor | None,
+                          stream: aclrtStream | None) -> int:
     return _launch("aclnnInplaceLeakyRelu", workspace, workspaceSize, executor, stream)
 
 
-def aclnnLeakyReluBackward(workspace, workspaceSize, executor, stream) -> int:
+def aclnnLeakyReluBackward(workspace: DevicePtr | None, workspaceSize: int, executor: aclOpExecutor | None,
+                           stream: aclrtStream | None) -> int:
     return _launch("aclnnLeakyReluBackward", workspace, workspaceSize, executor, stream)
 
 
-def aclnnPrelu(workspace, workspaceSize, executor, stream) -> int:
+def aclnnPrelu(workspace: DevicePtr | None, workspaceSize: int, executor: aclOpExecutor | None,
+               stream: aclrtStream | None) -> int:
     return _launch("aclnnPrelu", workspace, workspaceSize, executor, stream)
 
 
-def aclnnPreluBackward(workspace, workspaceSize, executor, stream) -> int:
+def aclnnPreluBackward(workspace: DevicePtr | None, workspaceSize: int, executor: aclOpExecutor | None,
+                       stream: aclrtStream | None) -> int:
     return _launch("aclnnPreluBackward", workspace, workspaceSize, executor, stream)

@@ -11,6 +11,8 @@ import itertools
 import os
 import queue
 import threading
+from collections.abc import Callable
+from typing import Any, TypeAlias, Union
 
 import numpy as np
 
@@ -25,6 +27,9 @@ from ._status import (
     aclrtMemMallocPolicy,
     record_error,
 )
+
+#: Host memory for ``aclrtMemcpy``: a contiguous NumPy array or a bytes-like object.
+HostBuffer: TypeAlias = Union[np.ndarray[Any, Any], bytes, bytearray, memoryview]
 
 # --- SoC profile ----------------------------------------------------------------------------
 # The names are ops-nn's SoC version names (its op_api unit-test platform stub maps
@@ -90,7 +95,7 @@ def get_prelu_backward_rule() -> str:
 
 
 # --- init / device (no-ops kept so vendor programs port line by line) -------------------------
-def aclInit(config_path=None) -> int:
+def aclInit(config_path: str | None = None) -> int:
     return ACL_SUCCESS
 
 
@@ -140,7 +145,7 @@ class DevicePtr:
     def __int__(self) -> int:
         return self._alloc.base + self._offset
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, DevicePtr) and int(self) == int(other)
 
     def __hash__(self) -> int:
@@ -161,12 +166,13 @@ class DevicePtr:
     def freed(self) -> bool:
         return self._alloc.freed
 
-    def bytes(self, nbytes: int) -> np.ndarray:
+    def bytes(self, nbytes: int) -> np.ndarray[tuple[int], np.dtype[np.uint8]]:
         """A ``uint8`` view of ``nbytes`` bytes at this address (caller checks bounds)."""
         return self._alloc.buf[self._offset:self._offset + nbytes]
 
 
-def aclrtMalloc(size: int, policy=aclrtMemMallocPolicy.ACL_MEM_MALLOC_HUGE_FIRST):
+def aclrtMalloc(size: int, policy: aclrtMemMallocPolicy | int = aclrtMemMallocPolicy.ACL_MEM_MALLOC_HUGE_FIRST
+                ) -> tuple[DevicePtr | None, int]:
     """Allocate ``size`` bytes of (emulated) device memory, zero-filled.
 
     Returns ``(dev_ptr, status)``: ``dev_ptr`` is ``None`` when status is not 0.
@@ -187,7 +193,7 @@ def aclrtMalloc(size: int, policy=aclrtMemMallocPolicy.ACL_MEM_MALLOC_HUGE_FIRST
     return DevicePtr(alloc), ACL_SUCCESS
 
 
-def aclrtFree(dev_ptr) -> int:
+def aclrtFree(dev_ptr: DevicePtr | None) -> int:
     """Free memory from ``aclrtMalloc``. Freeing twice, or an interior pointer, is an error."""
     if not isinstance(dev_ptr, DevicePtr):
         return record_error(ACL_ERROR_RT_PARAM_INVALID,
@@ -263,7 +269,8 @@ def _memcpy_views(dst, dest_max, src, count, kind, fname):
     return views[0][:count], views[1][:count], None
 
 
-def aclrtMemcpy(dst, dest_max: int, src, count: int, kind) -> int:
+def aclrtMemcpy(dst: DevicePtr | HostBuffer | None, dest_max: int, src: DevicePtr | HostBuffer | None,
+                count: int, kind: aclrtMemcpyKind | int) -> int:
     """Synchronous copy of ``count`` bytes (``count <= dest_max``). Host memory is a NumPy
     array or bytes-like object; device memory is a ``DevicePtr``. The kind must match."""
     d, s, err = _memcpy_views(dst, dest_max, src, count, kind, "aclrtMemcpy")
@@ -273,7 +280,9 @@ def aclrtMemcpy(dst, dest_max: int, src, count: int, kind) -> int:
     return ACL_SUCCESS
 
 
-def aclrtMemcpyAsync(dst, dest_max: int, src, count: int, kind, stream) -> int:
+def aclrtMemcpyAsync(dst: DevicePtr | HostBuffer | None, dest_max: int,
+                     src: DevicePtr | HostBuffer | None, count: int, kind: aclrtMemcpyKind | int,
+                     stream: aclrtStream | None) -> int:
     """Like ``aclrtMemcpy`` but ordered on ``stream`` (runs on the stream's worker)."""
     d, s, err = _memcpy_views(dst, dest_max, src, count, kind, "aclrtMemcpyAsync")
     if err is not None:
@@ -282,13 +291,13 @@ def aclrtMemcpyAsync(dst, dest_max: int, src, count: int, kind, stream) -> int:
     if err is not None:
         return err
 
-    def copy():
+    def copy() -> None:
         d[...] = s
     st.submit(copy, "aclrtMemcpyAsync")
     return ACL_SUCCESS
 
 
-def aclrtMemset(dev_ptr, max_count: int, value: int, count: int) -> int:
+def aclrtMemset(dev_ptr: DevicePtr | None, max_count: int, value: int, count: int) -> int:
     """Set ``count`` bytes at ``dev_ptr`` to ``value`` (``count <= max_count``)."""
     if not isinstance(dev_ptr, DevicePtr) or dev_ptr.freed:
         return record_error(ACL_ERROR_RT_PARAM_INVALID, f"aclrtMemset: not a live device pointer: {dev_ptr!r}")
@@ -305,14 +314,14 @@ class aclrtStream:
     """An emulated stream: a FIFO of work run by one worker thread, in launch order."""
 
     def __init__(self, name: str = "stream"):
-        self._queue: queue.Queue = queue.Queue()
+        self._queue: queue.Queue[tuple[Callable[[], object], str] | None] = queue.Queue()
         self._errors: list[str] = []
         self._lock = threading.Lock()
         self.destroyed = False
         self._thread = threading.Thread(target=self._work, name=f"leakyops-aclnn-{name}", daemon=True)
         self._thread.start()
 
-    def _work(self):
+    def _work(self) -> None:
         while True:
             item = self._queue.get()
             try:
@@ -330,7 +339,7 @@ class aclrtStream:
             finally:
                 self._queue.task_done()
 
-    def submit(self, fn, label: str) -> None:
+    def submit(self, fn: Callable[[], object], label: str) -> None:
         self._queue.put((fn, label))
 
     def synchronize(self) -> list[str]:
@@ -366,7 +375,7 @@ def _get_default_stream() -> aclrtStream:
         return _default_stream
 
 
-def resolve_stream(stream, fname: str, code: int):
+def resolve_stream(stream: object, fname: str, code: int) -> tuple[aclrtStream | None, int | None]:
     """``(stream, None)`` for a live stream (``None`` = the default stream), else ``(None, code)``."""
     if stream is None:
         return _get_default_stream(), None
@@ -378,7 +387,7 @@ def resolve_stream(stream, fname: str, code: int):
     return stream, None
 
 
-def aclrtCreateStream():
+def aclrtCreateStream() -> tuple[aclrtStream, int]:
     """Create a stream. Returns ``(stream, status)``."""
     return aclrtStream(), ACL_SUCCESS
 
@@ -391,7 +400,7 @@ def _report(errors: list[str], fname: str) -> int:
     return ACL_ERROR_RT_AICORE_EXCEPTION
 
 
-def aclrtSynchronizeStream(stream) -> int:
+def aclrtSynchronizeStream(stream: aclrtStream | None) -> int:
     """Wait until all work launched on ``stream`` has run (``None``: the default stream).
 
     Returns ``ACL_ERROR_RT_AICORE_EXCEPTION`` (507015) if a task failed since the last
@@ -403,7 +412,7 @@ def aclrtSynchronizeStream(stream) -> int:
     return _report(st.synchronize(), "aclrtSynchronizeStream")
 
 
-def aclrtDestroyStream(stream) -> int:
+def aclrtDestroyStream(stream: aclrtStream | None) -> int:
     """Finish the stream's pending work, stop its worker and destroy it."""
     if stream is None:
         return record_error(ACL_ERROR_RT_PARAM_INVALID, "aclrtDestroyStream: stream is null")
