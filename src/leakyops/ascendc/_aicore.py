@@ -9,8 +9,11 @@ tried interactively; ``with AICore(...)`` gives a clean one.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
+from typing import Any, SupportsInt
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ._errors import ConstraintError, UnifiedBufferOverflowError
 from ._types import FULL_MASK, ONE_BLK_SIZE, MaskMode
@@ -28,7 +31,7 @@ def _round_up(n: int, unit: int = ONE_BLK_SIZE) -> int:
     return -(-n // unit) * unit
 
 
-def _check_int(value, what: str, lo: int | None = None, hi: int | None = None) -> int:
+def _check_int(value: object, what: str, lo: int | None = None, hi: int | None = None) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise ConstraintError(f"{what} must be an integer, got {value!r}")
     value = int(value)
@@ -81,7 +84,7 @@ class UnifiedBuffer:
         if mark < self._top:
             self._top = mark
 
-    def view(self, dtype) -> np.ndarray:
+    def view(self, dtype: DTypeLike) -> np.ndarray[tuple[int], np.dtype[np.generic[float]]]:
         """The whole buffer as elements of ``dtype`` (element i is at byte i*itemsize)."""
         return self.data.view(dtype)
 
@@ -104,7 +107,7 @@ class AICore:
         self.mask_mode = MaskMode.NORMAL
         self.mask_high = FULL_MASK
         self.mask_low = FULL_MASK
-        self.flags: set = set()   # (HardEvent, eventID) raised by SetFlag, not yet waited for
+        self.flags: set[tuple[Any, int]] = set()  # (HardEvent, eventID) raised by SetFlag, not yet waited for
 
     def reset_mask(self) -> None:
         self.mask_high = FULL_MASK
@@ -114,7 +117,7 @@ class AICore:
         _stack().append(self)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         stack = _stack()
         if stack and stack[-1] is self:
             stack.pop()
@@ -127,7 +130,7 @@ class AICore:
 _local = threading.local()
 
 
-def _stack() -> list:
+def _stack() -> list[AICore]:
     stack = getattr(_local, "stack", None)
     if stack is None:
         stack = _local.stack = []
@@ -158,8 +161,8 @@ def GetBlockNum() -> int:
 MAX_BLOCK_DIM = 65535
 
 
-def launch(kernel, block_dim: int, *args, ub_size: int = DEFAULT_UB_SIZE, block_order=None,
-           **kwargs) -> None:
+def launch(kernel: Callable[..., object], block_dim: int, *args: Any, ub_size: int = DEFAULT_UB_SIZE,
+           block_order: Iterable[SupportsInt] | None = None, **kwargs: Any) -> None:
     """Run ``kernel(*args, **kwargs)`` once per block, like ``kernel<<<block_dim, …>>>(args)``.
 
     Blocks run one after another on the calling thread, each on a fresh :class:`AICore`

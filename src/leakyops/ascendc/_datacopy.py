@@ -113,7 +113,8 @@ def _copy_blocks(what, dbytes, sbytes, count, length, src_pitch, dst_pitch):
         dbytes[b * dst_pitch:b * dst_pitch + length] = sbytes[b * src_pitch:b * src_pitch + length]
 
 
-def DataCopy(dst, src, count_or_params) -> None:
+def DataCopy(dst: LocalTensor | GlobalTensor, src: LocalTensor | GlobalTensor,
+             count_or_params: int | DataCopyParams) -> None:
     """``DataCopy(dst, src, count)`` or ``DataCopy(dst, src, DataCopyParams)``.
 
     GlobalTensor -> LocalTensor, LocalTensor -> GlobalTensor or LocalTensor -> LocalTensor.
@@ -142,7 +143,9 @@ def DataCopy(dst, src, count_or_params) -> None:
     _copy_blocks(what, dbytes, sbytes, 1, nbytes, nbytes, nbytes)
 
 
-def DataCopyPad(dst, src, params, padParams: DataCopyPadExtParams | None = None) -> None:
+def DataCopyPad(dst: LocalTensor | GlobalTensor, src: LocalTensor | GlobalTensor,
+                params: DataCopyExtParams | DataCopyParams,
+                padParams: DataCopyPadExtParams | None = None) -> None:
     """Unaligned copies: ``DataCopyPad(local, global, params, padParams)`` (GM -> UB, each row
     padded to 32 bytes) or ``DataCopyPad(global, local, params)`` (UB -> GM, exact bytes).
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ._aicore import _check_int, current_core
 from ._errors import AscendCTypeError, ConstraintError
@@ -162,7 +163,7 @@ def ResetMask() -> None:
     current_core().reset_mask()
 
 
-def SetVectorMask(*args, dtype=half, mode: MaskMode = MaskMode.NORMAL) -> None:
+def SetVectorMask(*args: int, dtype: DTypeLike = half, mode: MaskMode = MaskMode.NORMAL) -> None:
     """``SetVectorMask<T, mode>(maskHigh, maskLow)`` or ``SetVectorMask<T, mode>(len)``.
 
     Used by vector calls with ``isSetMask=False``. ``mode`` is the template argument: it picks

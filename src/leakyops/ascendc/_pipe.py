@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import collections
 
+from numpy.typing import DTypeLike
+
 from ._aicore import AICore, _check_int, current_core
 from ._errors import AscendCTypeError, ConstraintError, QueueError
 from ._tensor import LocalTensor
@@ -61,7 +63,7 @@ class TQue:
                 f"AllocTensor/DeQue returned, not an offset view)")
         return self._addrs.index(tensor.GetPhyAddr())
 
-    def AllocTensor(self, dtype) -> LocalTensor:
+    def AllocTensor(self, dtype: DTypeLike) -> LocalTensor:
         dtype = as_dtype(dtype, "TQue.AllocTensor")
         if not self._addrs:
             raise QueueError("TQue.AllocTensor: call TPipe.InitBuffer on this queue first")
@@ -85,7 +87,7 @@ class TQue:
         self._queue.append(tensor)
         return True
 
-    def DeQue(self, dtype=None) -> LocalTensor:
+    def DeQue(self, dtype: DTypeLike = None) -> LocalTensor:
         if not self._queue:
             raise QueueError(
                 f"TQue.DeQue: the {self.position.name} queue is empty (nothing was EnQue'd); "
@@ -132,7 +134,7 @@ class TBuf:
             raise ConstraintError("TPipe.InitBuffer: this TBuf already has its buffer")
         self._core, self._addr, self._len = core, addr, length
 
-    def Get(self, dtype, len: int | None = None) -> LocalTensor:  # noqa: A002 (Ascend C name)
+    def Get(self, dtype: DTypeLike, len: int | None = None) -> LocalTensor:  # noqa: A002 (Ascend C name)
         dtype = as_dtype(dtype, "TBuf.Get")
         if self._addr < 0:
             raise ConstraintError("TBuf.Get: call TPipe.InitBuffer on this TBuf first")
@@ -142,7 +144,7 @@ class TBuf:
             n = len
         return LocalTensor(self._core.ub, self._addr, dtype, n, self.position, owner=self)
 
-    def GetWithOffset(self, dtype, size: int, bufOffset: int) -> LocalTensor:
+    def GetWithOffset(self, dtype: DTypeLike, size: int, bufOffset: int) -> LocalTensor:
         dtype = as_dtype(dtype, "TBuf.GetWithOffset")
         if self._addr < 0:
             raise ConstraintError("TBuf.GetWithOffset: call TPipe.InitBuffer on this TBuf first")
@@ -177,7 +179,7 @@ class TPipe:
 
     MAX_BUFFERS = 64   # QBUF_MAX_LEN: all buffers InitBuffer hands out, queues and TBufs
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.core = current_core()
         self._mark = self.core.ub.used
         self._buffers = 0
@@ -189,7 +191,7 @@ class TPipe:
                 f"{self.MAX_BUFFERS} are allowed in one kernel (the vendor's CPU-debug build "
                 f"asserts 'Total buffer num managed by TPipe ... should be in range (0, 64]')")
 
-    def InitBuffer(self, que_or_buf, *args) -> bool:
+    def InitBuffer(self, que_or_buf: TQue | TBuf, *args: int) -> bool:
         ub = self.core.ub
         if isinstance(que_or_buf, TQue):
             if len(args) != 2:
@@ -229,10 +231,10 @@ class TPipe:
 class LocalMemAllocator:
     """Linear allocation of LocalTensors without a pipe (``LocalMemAllocator<Hardware::UB>``)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.core = current_core()
 
-    def Alloc(self, dtype, count: int, position: TPosition = TPosition.VECCALC) -> LocalTensor:
+    def Alloc(self, dtype: DTypeLike, count: int, position: TPosition = TPosition.VECCALC) -> LocalTensor:
         dtype = as_dtype(dtype, "LocalMemAllocator.Alloc")
         count = _check_int(count, "LocalMemAllocator.Alloc: count", lo=0)
         position = _ub_position(position, "LocalMemAllocator.Alloc")

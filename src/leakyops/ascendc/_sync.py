@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import enum
 import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Concatenate, Generic, ParamSpec, TypeVar
 
 from ._aicore import _check_int, current_core
 from ._errors import AscendCTypeError, ConstraintError
@@ -88,7 +90,7 @@ _VECTOR_CORE_PIPES = {"S", "V", "MTE2", "MTE3"}
 MAX_EVENT_ID = 7
 
 
-def _event(what: str, event) -> HardEvent:
+def _event(what: str, event: object) -> HardEvent:
     if not isinstance(event, HardEvent):
         raise AscendCTypeError(f"{what}: the event must be a HardEvent, got {event!r}")
     pipes = set(event.name.split("_"))
@@ -99,11 +101,11 @@ def _event(what: str, event) -> HardEvent:
     return event
 
 
-def _event_id(what: str, event_id) -> int:
+def _event_id(what: str, event_id: object) -> int:
     return _check_int(event_id, f"{what}: eventID", lo=0, hi=MAX_EVENT_ID)
 
 
-def _set_flag(event, eventID) -> None:
+def _set_flag(event: HardEvent, eventID: int) -> None:
     what = "SetFlag"
     event = _event(what, event)
     eid = _event_id(what, eventID)
@@ -116,7 +118,7 @@ def _set_flag(event, eventID) -> None:
     flags.add((event, eid))
 
 
-def _wait_flag(event, eventID) -> None:
+def _wait_flag(event: HardEvent, eventID: int) -> None:
     what = "WaitFlag"
     event = _event(what, event)
     eid = _event_id(what, eventID)
@@ -130,7 +132,7 @@ def _wait_flag(event, eventID) -> None:
     flags.discard((event, eid))
 
 
-def _pipe_barrier(pipe) -> None:
+def _pipe_barrier(pipe: pipe_t) -> None:
     if not isinstance(pipe, pipe_t):
         raise AscendCTypeError(f"PipeBarrier: the pipe must be a pipe_t (PIPE_V, PIPE_MTE2, "
                                f"PIPE_MTE3, PIPE_ALL, ...), got {pipe!r}")
@@ -141,19 +143,26 @@ def _pipe_barrier(pipe) -> None:
     # every instruction has already completed in program order: nothing to wait for
 
 
-class _TemplateCall:
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+
+
+class _TemplateCall(Generic[_T, _P]):
     """A function whose first argument is a C++ template argument: ``f[T](args)`` or
     ``f(T, args)``."""
 
-    def __init__(self, fn, doc: str):
+    def __init__(self, fn: Callable[Concatenate[_T, _P], None], doc: str):
         self._fn = fn
         self.__doc__ = doc
         self.__name__ = fn.__name__.strip("_")
 
-    def __call__(self, *args, **kwargs):
-        return self._fn(*args, **kwargs)
+    if TYPE_CHECKING:
+        def __call__(self, template_arg: _T, /, *args: _P.args, **kwargs: _P.kwargs) -> None: ...
+    else:
+        def __call__(self, *args, **kwargs):
+            return self._fn(*args, **kwargs)
 
-    def __getitem__(self, template_arg):
+    def __getitem__(self, template_arg: _T) -> Callable[_P, None]:
         return functools.partial(self._fn, template_arg)
 
     def __repr__(self) -> str:

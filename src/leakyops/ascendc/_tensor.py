@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ._aicore import UnifiedBuffer, _check_int, current_core
 from ._errors import AscendCTypeError, ConstraintError
@@ -11,7 +15,7 @@ from ._types import ONE_BLK_SIZE, UB_POSITIONS, TPosition, as_dtype, type_name
 __all__ = ["LocalTensor", "GlobalTensor"]
 
 
-def _slice_bounds(key, size: int, what: str) -> tuple[int, int]:
+def _slice_bounds(key: object, size: int, what: str) -> tuple[int, int]:
     if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
         raise TypeError(
             f"{what}[{key}]: use {what}[{key}:] for Ascend C's operator[] (a tensor starting at "
@@ -26,7 +30,16 @@ def _slice_bounds(key, size: int, what: str) -> tuple[int, int]:
     return start, stop
 
 
-class LocalTensor:
+if TYPE_CHECKING:
+    class _LocalTensorType(type):
+        """What type checkers see of ``LocalTensor[T]`` (at run time it is ``__class_getitem__``)."""
+
+        def __getitem__(cls, dtype: DTypeLike) -> Callable[[TPosition, int, int], LocalTensor]: ...
+else:
+    _LocalTensorType = type
+
+
+class LocalTensor(metaclass=_LocalTensorType):
     """A typed window on the Unified Buffer of one core.
 
     Made by ``TQue.AllocTensor``, ``TBuf.Get`` or ``LocalMemAllocator.Alloc``, or — static
@@ -45,11 +58,11 @@ class LocalTensor:
 
     __slots__ = ("_ub", "_addr", "_dtype", "_size", "_position", "_owner")
 
-    def __class_getitem__(cls, dtype):
+    def __class_getitem__(cls, dtype: DTypeLike) -> Callable[[TPosition, int, int], LocalTensor]:
         """``LocalTensor[T]``: the static-tensor constructor ``(pos, addr, tileSize)``."""
         dt = as_dtype(dtype, "LocalTensor<T>")
 
-        def construct(pos, addr, tileSize):
+        def construct(pos: TPosition, addr: int, tileSize: int) -> LocalTensor:
             return cls._static(dt, pos, addr, tileSize)
 
         construct.__name__ = f"LocalTensor<{type_name(dt)}>"
@@ -57,7 +70,7 @@ class LocalTensor:
         return construct
 
     @classmethod
-    def _static(cls, dtype, pos, addr, tileSize) -> "LocalTensor":
+    def _static(cls, dtype: np.dtype[Any], pos: TPosition, addr: int, tileSize: int) -> LocalTensor:
         """``LocalTensor<T>(TPosition pos, uint32_t addr, uint32_t tileSize)``: the address must
         be 32-byte aligned and ``addr + tileSize * sizeof(T)`` inside the physical memory."""
         what = f"LocalTensor<{type_name(dtype)}>(pos, addr, tileSize)"
@@ -80,8 +93,8 @@ class LocalTensor:
                 f"inside the physical memory)")
         return cls(ub, addr, dtype, size, pos)
 
-    def __init__(self, ub: UnifiedBuffer, addr: int, dtype, size: int | None = None,
-                 position: TPosition = TPosition.VECCALC, owner=None):
+    def __init__(self, ub: UnifiedBuffer, addr: int, dtype: DTypeLike, size: int | None = None,
+                 position: TPosition = TPosition.VECCALC, owner: object = None):
         if isinstance(ub, TPosition):
             raise TypeError("LocalTensor(pos, addr, tileSize): give the element type as in C++ "
                             "LocalTensor<T>(pos, addr, tileSize): write LocalTensor[T](pos, addr, "
@@ -121,28 +134,28 @@ class LocalTensor:
     def GetPosition(self) -> TPosition:
         return self._position
 
-    def GetValue(self, index: int):
+    def GetValue(self, index: int) -> np.generic[float]:
         index = _check_int(index, "LocalTensor.GetValue: index", lo=0, hi=self._size - 1)
         return self.numpy()[index]
 
-    def SetValue(self, index: int, value) -> None:
+    def SetValue(self, index: int, value: float | np.generic[float]) -> None:
         index = _check_int(index, "LocalTensor.SetValue: index", lo=0, hi=self._size - 1)
         self.numpy()[index] = value
 
-    def ReinterpretCast(self, dtype) -> "LocalTensor":
+    def ReinterpretCast(self, dtype: DTypeLike) -> LocalTensor:
         """The same bytes seen as another element type."""
         dtype = as_dtype(dtype, "LocalTensor.ReinterpretCast")
         return LocalTensor(self._ub, self._addr, dtype, self.GetLength() // dtype.itemsize,
                            self._position, self._owner)
 
-    def __getitem__(self, key) -> "LocalTensor":
+    def __getitem__(self, key: slice) -> LocalTensor:
         start, stop = _slice_bounds(key, self._size, "LocalTensor")
         return LocalTensor(self._ub, self._addr + start * self._dtype.itemsize, self._dtype,
                            stop - start, self._position, self._owner)
 
     # --- Python conveniences ------------------------------------------------------------
     @property
-    def dtype(self) -> np.dtype:
+    def dtype(self) -> np.dtype[np.generic[float]]:
         return self._dtype
 
     @property
@@ -153,7 +166,7 @@ class LocalTensor:
     def ub(self) -> UnifiedBuffer:
         return self._ub
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self) -> np.ndarray[tuple[int], np.dtype[np.generic[float]]]:
         """A writable view of the elements (no copy)."""
         start = self._addr // self._dtype.itemsize
         return self._ub.view(self._dtype)[start:start + self._size]
@@ -173,11 +186,11 @@ class GlobalTensor:
 
     __slots__ = ("_dtype", "_array")
 
-    def __init__(self, dtype=None):
+    def __init__(self, dtype: DTypeLike = None):
         self._dtype = None if dtype is None else as_dtype(dtype, "GlobalTensor")
         self._array = None
 
-    def SetGlobalBuffer(self, buffer, bufferSize: int | None = None) -> None:
+    def SetGlobalBuffer(self, buffer: np.ndarray[Any, Any], bufferSize: int | None = None) -> None:
         if not isinstance(buffer, np.ndarray):
             raise AscendCTypeError(
                 f"GlobalTensor.SetGlobalBuffer: expected a NumPy array (global memory), got "
@@ -203,7 +216,7 @@ class GlobalTensor:
             flat = flat[:bufferSize]
         self._array = flat
 
-    def _require(self) -> np.ndarray:
+    def _require(self) -> np.ndarray[tuple[int], np.dtype[np.generic[float]]]:
         if self._array is None:
             raise ConstraintError("GlobalTensor: SetGlobalBuffer has not been called")
         return self._array
@@ -211,17 +224,17 @@ class GlobalTensor:
     def GetSize(self) -> int:
         return self._require().size
 
-    def GetValue(self, index: int):
+    def GetValue(self, index: int) -> np.generic[float]:
         arr = self._require()
         index = _check_int(index, "GlobalTensor.GetValue: index", lo=0, hi=arr.size - 1)
         return arr[index]
 
-    def SetValue(self, index: int, value) -> None:
+    def SetValue(self, index: int, value: float | np.generic[float]) -> None:
         arr = self._require()
         index = _check_int(index, "GlobalTensor.SetValue: index", lo=0, hi=arr.size - 1)
         arr[index] = value
 
-    def __getitem__(self, key) -> "GlobalTensor":
+    def __getitem__(self, key: slice) -> GlobalTensor:
         arr = self._require()
         start, stop = _slice_bounds(key, arr.size, "GlobalTensor")
         out = GlobalTensor(self._dtype)
@@ -229,10 +242,10 @@ class GlobalTensor:
         return out
 
     @property
-    def dtype(self) -> np.dtype | None:
+    def dtype(self) -> np.dtype[np.generic[float]] | None:
         return self._dtype
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self) -> np.ndarray[tuple[int], np.dtype[np.generic[float]]]:
         """The elements as a NumPy view (no copy)."""
         return self._require()
 

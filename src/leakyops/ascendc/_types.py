@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 import ml_dtypes
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ._errors import AscendCTypeError
 
@@ -87,7 +89,7 @@ class RoundMode(enum.IntEnum):
     CAST_HYBRID = 7  # stochastic, hifloat8_t only
 
 
-def as_dtype(t, what: str) -> np.dtype:
+def as_dtype(t: DTypeLike, what: str) -> np.dtype[Any]:
     """Normalise an element type given as a NumPy dtype, a scalar type or a name."""
     try:
         dt = np.dtype(t)

@@ -17,6 +17,9 @@ Forms (the C++ overloads; ``isSetMask`` is the template argument)::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any, TypeAlias, Union, overload
+
 import numpy as np
 
 from .. import _core
@@ -25,6 +28,7 @@ from ._aicore import _check_int
 from ._engine import (FixedStrides, Spec, check_operands, execute, lanes_for, scalar_of,
                       type_check)
 from ._errors import AscendCTypeError, ConstraintError
+from ._mask import BinaryRepeatParams, UnaryRepeatParams
 from ._tensor import LocalTensor
 from ._types import RoundMode, bfloat16_t, float32, half, int8_t, int16_t, int32_t, int64_t, \
     type_name, uint8_t
@@ -32,6 +36,12 @@ from ._types import RoundMode, bfloat16_t, float32, half, int8_t, int16_t, int32
 __all__ = ["LeakyRelu", "Adds", "Muls", "Maxs", "Mins", "Add", "Sub", "Mul", "Duplicate", "Cast"]
 
 _FLOATS = (half, float32)
+
+# the argument types of the forms (see the module docstring)
+_Scalar: TypeAlias = Union[float, "np.generic[float]"]  # a Python bool/int/float or a NumPy scalar
+_Mask: TypeAlias = Union[int, Sequence[int], np.ndarray[Any, Any]]   # continuous or [mask0, mask1]
+_UnaryParams: TypeAlias = Union[UnaryRepeatParams, Sequence[int]]    # or C++ brace init {1, 1, 8, 8}
+_BinaryParams: TypeAlias = Union[BinaryRepeatParams, Sequence[int]]  # or {1, 1, 1, 8, 8, 8}
 
 
 def _forms_error(name: str, sources: str, n: int) -> TypeError:
@@ -58,8 +68,16 @@ def _leaky_kernel(scalar):
     return kernel
 
 
-def LeakyRelu(dst: LocalTensor, src: LocalTensor, scalarValue, *args, isSetMask: bool = True
-              ) -> None:
+@overload
+def LeakyRelu(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar, count: int, /, *,
+              isSetMask: bool = True) -> None: ...
+@overload
+def LeakyRelu(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar, mask: _Mask, repeatTime: int,
+              repeatParams: _UnaryParams, /, *, isSetMask: bool = True) -> None: ...
+
+
+def LeakyRelu(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar,
+              *args: int | _Mask | _UnaryParams, isSetMask: bool = True) -> None:
     """``AscendC::LeakyRelu``: ``dst = src if src >= 0 else scalarValue * src``.
 
     The scalar is rounded to the tensor type; half products are computed in float32 and
@@ -79,23 +97,59 @@ def LeakyRelu(dst: LocalTensor, src: LocalTensor, scalarValue, *args, isSetMask:
     _scalar_op("LeakyRelu", dst, src, scalarValue, args, isSetMask, _leaky_kernel)
 
 
-def Adds(dst: LocalTensor, src: LocalTensor, scalarValue, *args, isSetMask: bool = True) -> None:
+@overload
+def Adds(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar, count: int, /, *,
+         isSetMask: bool = True) -> None: ...
+@overload
+def Adds(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar, mask: _Mask, repeatTime: int,
+         repeatParams: _UnaryParams, /, *, isSetMask: bool = True) -> None: ...
+
+
+def Adds(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar,
+         *args: int | _Mask | _UnaryParams, isSetMask: bool = True) -> None:
     """``dst = src + scalarValue`` (one rounding to the tensor type)."""
     _scalar_op("Adds", dst, src, scalarValue, args, isSetMask, lambda s: lambda v: vm.add(v, s))
 
 
-def Muls(dst: LocalTensor, src: LocalTensor, scalarValue, *args, isSetMask: bool = True) -> None:
+@overload
+def Muls(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar, count: int, /, *,
+         isSetMask: bool = True) -> None: ...
+@overload
+def Muls(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar, mask: _Mask, repeatTime: int,
+         repeatParams: _UnaryParams, /, *, isSetMask: bool = True) -> None: ...
+
+
+def Muls(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar,
+         *args: int | _Mask | _UnaryParams, isSetMask: bool = True) -> None:
     """``dst = src * scalarValue`` (one rounding to the tensor type)."""
     _scalar_op("Muls", dst, src, scalarValue, args, isSetMask, lambda s: lambda v: vm.mul(v, s))
 
 
-def Maxs(dst: LocalTensor, src: LocalTensor, scalarValue, *args, isSetMask: bool = True) -> None:
+@overload
+def Maxs(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar, count: int, /, *,
+         isSetMask: bool = True) -> None: ...
+@overload
+def Maxs(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar, mask: _Mask, repeatTime: int,
+         repeatParams: _UnaryParams, /, *, isSetMask: bool = True) -> None: ...
+
+
+def Maxs(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar,
+         *args: int | _Mask | _UnaryParams, isSetMask: bool = True) -> None:
     """``dst = max(src, scalarValue)``: max(-0, +0) = +0; NaN gives NaN."""
     _scalar_op("Maxs", dst, src, scalarValue, args, isSetMask,
                lambda s: lambda v: vm.maximum(v, s))
 
 
-def Mins(dst: LocalTensor, src: LocalTensor, scalarValue, *args, isSetMask: bool = True) -> None:
+@overload
+def Mins(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar, count: int, /, *,
+         isSetMask: bool = True) -> None: ...
+@overload
+def Mins(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar, mask: _Mask, repeatTime: int,
+         repeatParams: _UnaryParams, /, *, isSetMask: bool = True) -> None: ...
+
+
+def Mins(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar,
+         *args: int | _Mask | _UnaryParams, isSetMask: bool = True) -> None:
     """``dst = min(src, scalarValue)``: min(-0, +0) = -0; NaN gives NaN."""
     _scalar_op("Mins", dst, src, scalarValue, args, isSetMask,
                lambda s: lambda v: vm.minimum(v, s))
@@ -112,27 +166,60 @@ def _binary_op(name: str, dst, src0, src1, args, is_set_mask, fn) -> None:
     execute(spec, dst, srcs, args, is_set_mask, fn, lanes_for(dtype))
 
 
-def Add(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, *args, isSetMask: bool = True
-        ) -> None:
+@overload
+def Add(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, count: int, /, *,
+        isSetMask: bool = True) -> None: ...
+@overload
+def Add(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mask: _Mask, repeatTime: int,
+        repeatParams: _BinaryParams, /, *, isSetMask: bool = True) -> None: ...
+
+
+def Add(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor,
+        *args: int | _Mask | _BinaryParams, isSetMask: bool = True) -> None:
     """``dst = src0 + src1`` (one rounding); RepeatParams are BinaryRepeatParams
     ``{dstBlk, src0Blk, src1Blk, dstRep, src0Rep, src1Rep}``."""
     _binary_op("Add", dst, src0, src1, args, isSetMask, vm.add)
 
 
-def Sub(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, *args, isSetMask: bool = True
-        ) -> None:
+@overload
+def Sub(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, count: int, /, *,
+        isSetMask: bool = True) -> None: ...
+@overload
+def Sub(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mask: _Mask, repeatTime: int,
+        repeatParams: _BinaryParams, /, *, isSetMask: bool = True) -> None: ...
+
+
+def Sub(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor,
+        *args: int | _Mask | _BinaryParams, isSetMask: bool = True) -> None:
     """``dst = src0 - src1`` (one rounding)."""
     _binary_op("Sub", dst, src0, src1, args, isSetMask, vm.sub)
 
 
-def Mul(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, *args, isSetMask: bool = True
-        ) -> None:
+@overload
+def Mul(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, count: int, /, *,
+        isSetMask: bool = True) -> None: ...
+@overload
+def Mul(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor, mask: _Mask, repeatTime: int,
+        repeatParams: _BinaryParams, /, *, isSetMask: bool = True) -> None: ...
+
+
+def Mul(dst: LocalTensor, src0: LocalTensor, src1: LocalTensor,
+        *args: int | _Mask | _BinaryParams, isSetMask: bool = True) -> None:
     """``dst = src0 * src1`` (one rounding)."""
     _binary_op("Mul", dst, src0, src1, args, isSetMask, vm.mul)
 
 
 # --- Duplicate --------------------------------------------------------------------------------
-def Duplicate(dst: LocalTensor, scalarValue, *args, isSetMask: bool = True) -> None:
+@overload
+def Duplicate(dst: LocalTensor, scalarValue: _Scalar, count: int, /, *,
+              isSetMask: bool = True) -> None: ...
+@overload
+def Duplicate(dst: LocalTensor, scalarValue: _Scalar, mask: _Mask, repeatTime: int,
+              dstBlockStride: int, dstRepeatStride: int, /, *, isSetMask: bool = True) -> None: ...
+
+
+def Duplicate(dst: LocalTensor, scalarValue: _Scalar, *args: int | _Mask,
+              isSetMask: bool = True) -> None:
     """Fill ``dst`` with ``scalarValue`` (converted to the tensor type).
 
     ``Duplicate(dst, scalar, count)`` or ``Duplicate(dst, scalar, mask, repeatTime,
@@ -198,7 +285,16 @@ _MODE_NAMES = {_N: "none", _R: "rint", _F: "floor", _C: "ceil", _RO: "round", _T
                _O: "odd"}
 
 
-def Cast(dst: LocalTensor, src: LocalTensor, roundMode, *args, isSetMask: bool = True) -> None:
+@overload
+def Cast(dst: LocalTensor, src: LocalTensor, roundMode: RoundMode, count: int, /, *,
+         isSetMask: bool = True) -> None: ...
+@overload
+def Cast(dst: LocalTensor, src: LocalTensor, roundMode: RoundMode, mask: _Mask, repeatTime: int,
+         repeatParams: _UnaryParams, /, *, isSetMask: bool = True) -> None: ...
+
+
+def Cast(dst: LocalTensor, src: LocalTensor, roundMode: RoundMode, *args: int | _Mask | _UnaryParams,
+         isSetMask: bool = True) -> None:
     """``AscendC::Cast``: convert ``src`` to ``dst``'s type with a :class:`RoundMode`.
 
     The (src, dst) pairs and the modes each allows are the vendor's table for Atlas A2/A3
