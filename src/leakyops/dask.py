@@ -43,12 +43,21 @@ from __future__ import annotations
 import math
 import operator
 import os
+from typing import TYPE_CHECKING, TypeAlias, Union
 
 import dask
 import dask.array as da
 import numpy as np
 
 from leakyops import _core, _threads
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from leakyops._typing import SlopeLike
+
+    # what the functions take as an array: a dask array, or any array-like (one block)
+    _ArrayLike: TypeAlias = Union[da.Array, npt.ArrayLike]
 
 __all__ = [
     "leaky_relu",
@@ -183,7 +192,7 @@ def _broadcast_shape(fname, name_a, shape_a, name_b, shape_b):
 # --------------------------------------------------------------------------------------
 
 
-def leaky_relu(x, negative_slope=0.01):
+def leaky_relu(x: _ArrayLike, negative_slope: SlopeLike = 0.01) -> da.Array:
     """LeakyReLU of a dask array, block by block: ``y = x if x > 0 else x*negative_slope``.
 
     Lazy: returns a dask array with ``x``'s shape, chunks and dtype; nothing is computed
@@ -214,7 +223,7 @@ def _leaky_relu(x, negative_slope, fname):
     )
 
 
-def leaky_relu_(x, negative_slope=0.01):
+def leaky_relu_(x: _ArrayLike, negative_slope: SlopeLike = 0.01) -> da.Array:
     """The "in-place" LeakyReLU: returns a NEW lazy array, ``x`` is left as it is.
 
     Dask arrays are immutable (a block may be shared by several tasks), so there is nothing
@@ -232,7 +241,8 @@ def leaky_relu_(x, negative_slope=0.01):
     return _leaky_relu(x, negative_slope, "leaky_relu_")
 
 
-def leaky_relu_backward(grad_output, x, negative_slope, self_is_result=False):
+def leaky_relu_backward(grad_output: _ArrayLike, x: _ArrayLike, negative_slope: SlopeLike,
+                        self_is_result: bool = False) -> da.Array:
     """Gradient of LeakyReLU, block by block: ``dx = g if t > 0 else g*negative_slope``.
 
     ``t`` is the forward input ``x``, or the forward result when ``self_is_result`` (then a
@@ -379,7 +389,7 @@ def _weight_args(w, w_ind):
     return (w, None) if w_ind is None else (w, w_ind)
 
 
-def prelu(x, weight, *, axis=1):
+def prelu(x: _ArrayLike, weight: _ArrayLike, *, axis: int = 1) -> da.Array:
     """PReLU of a dask array, block by block: ``y = x if x > 0 else w[c]*x``.
 
     ``weight`` (``x``'s dtype; a NumPy or a dask array) follows :func:`leakyops.prelu`: one
@@ -413,7 +423,8 @@ def prelu(x, weight, *, axis=1):
     )
 
 
-def prelu_backward(grad_output, x, weight, *, axis=1):
+def prelu_backward(grad_output: _ArrayLike, x: _ArrayLike, weight: _ArrayLike, *,
+                   axis: int = 1) -> tuple[da.Array, da.Array]:
     """Gradients of PReLU on dask arrays, in one pass: ``(grad_input, grad_weight)``.
 
     ``grad_input = g if x > 0 else w[c]*g`` has ``x``'s shape and chunks;

@@ -42,6 +42,8 @@ above is a ``TypeError`` naming it. See ``docs/torch.md``.
 # import and resolves to PyTorch itself, never to this module.
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import ml_dtypes
 import numpy as np
 import torch
@@ -570,6 +572,9 @@ class LeakyReLU(torch.nn.LeakyReLU):
     def forward(self, input: Tensor) -> Tensor:
         return leaky_relu(input, self.negative_slope, self.inplace)
 
+    if TYPE_CHECKING:  # torch.nn.Module.__call__ returns Any; calling the module runs forward
+        def __call__(self, input: Tensor) -> Tensor: ...
+
 
 class PReLU(torch.nn.PReLU):
     """``torch.nn.PReLU(num_parameters=1, init=0.25)`` on leakyops' kernels.
@@ -584,3 +589,6 @@ class PReLU(torch.nn.PReLU):
 
     def forward(self, input: Tensor) -> Tensor:
         return prelu(input, self.weight)
+
+    if TYPE_CHECKING:  # torch.nn.Module.__call__ returns Any; calling the module runs forward
+        def __call__(self, input: Tensor) -> Tensor: ...
