@@ -2,8 +2,8 @@
 
 ``LEAKYOPS_NUM_THREADS``
     Threads the kernels of this process use for large arrays (default: ``os.cpu_count()``).
-``LEAKYOPS_PARALLEL_MIN``
-    Elements from which a call is split across threads (default 32768).
+``LEAKYOPS_PARALLEL_MIN_BYTES``
+    Bytes of output from which a call is split across threads (default 131072).
 ``LEAKYOPS_CACHE``
     ``0`` turns the on-disk kernel cache off (default on; it is also off by itself when no
     writable cache directory exists, see :func:`cache_enabled`).
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["NJIT_OPTIONS", "REDUCE_FASTMATH", "PARALLEL_MIN", "cache_enabled", "use_soft_half"]
+__all__ = ["NJIT_OPTIONS", "REDUCE_FASTMATH", "PARALLEL_MIN_BYTES", "cache_enabled", "use_soft_half"]
 
 
 def _env_int(name: str, default: int) -> int:
@@ -36,9 +36,9 @@ NJIT_OPTIONS = {"nogil": True, "error_model": "numpy", "boundscheck": False}
 #: not assume finite values, so NaN and inf still propagate.
 REDUCE_FASTMATH = {"reassoc"}
 
-#: Elements from which a call runs on several threads (numba's OpenMP team; see
+#: Bytes of output from which a call runs on several threads (numba's OpenMP team; see
 #: docs/benchmarks.md for the measurements behind the default).
-PARALLEL_MIN = _env_int("LEAKYOPS_PARALLEL_MIN", 1 << 15)
+PARALLEL_MIN_BYTES = _env_int("LEAKYOPS_PARALLEL_MIN_BYTES", 1 << 17)
 
 #: Default thread count of the kernels.
 DEFAULT_THREADS = _env_int("LEAKYOPS_NUM_THREADS", os.cpu_count() or 1)

@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 
 from . import _kernels, _threads
-from ._config import PARALLEL_MIN
+from ._config import PARALLEL_MIN_BYTES
 
 __all__ = [
     "SUPPORTED_DTYPES",
@@ -37,10 +37,6 @@ _VIEW = {dt: _kernels.VIEW_DTYPES[dt.name] for dt in SUPPORTED_DTYPES}
 _SUPPORTED_NAMES = "float16, bfloat16, float32, float64"
 _COMPARE = {">": False, ">=": True}
 
-# Largest float64 memory the per-unit partial sums of prelu_backward may take.
-_PARTIALS_BUDGET = 1 << 23  # elements (64 MiB)
-# Elements a unit of a split reduction covers, independent of the thread count.
-_UNIT = 1 << 16
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,23 +245,26 @@ _THREADED = {
     _kernels.lrelu_fwd_nd_inplace: _kernels.lrelu_fwd_nd_inplace_par,
     _kernels.lrelu_bwd_nd: _kernels.lrelu_bwd_nd_par,
     _kernels.prelu_fwd_nd: _kernels.prelu_fwd_nd_par,
+    _kernels.prelu_fwd_c_run: _kernels.prelu_fwd_c_run_par,
+    _kernels.prelu_bwd_c_run: _kernels.prelu_bwd_c_run_par,
 }
 
 
-def _threads_for(size: int) -> int:
-    """Threads a kernel call over ``size`` elements uses (1: the serial kernel)."""
-    if size < PARALLEL_MIN:
+def _threads_for(nbytes: int) -> int:
+    """Threads a kernel call writing ``nbytes`` of output uses (1: the serial kernel)."""
+    if nbytes < PARALLEL_MIN_BYTES:
         return 1
     return _threads.parallel_threads()
 
 
 def _call(fn, args, threaded_args, threads: int) -> None:
     """``fn(*args)``, or its threaded driver with ``threaded_args`` appended when threads > 1."""
-    if threads > 1:
-        with _threads.parallel_gate() as ok:
-            if ok:
-                _THREADED[fn](*args, *threaded_args, threads)
-                return
+    if threads > 1 and _threads.enter_parallel():
+        try:
+            _THREADED[fn](*args, *threaded_args, threads)
+        finally:
+            _threads.exit_parallel()
+        return
     fn(*args)
 
 
@@ -287,13 +286,13 @@ def _run_nd(fn, views, extra=(), weight=None):
         return
     args = (*views, *extra) if weight is None else (*views, *weight[0], weight[1], *weight[2], *extra)
     axis = _split_axis(v0.shape, range(3))
-    threads = min(_threads_for(v0.size), v0.shape[axis])
+    threads = min(_threads_for(v0.nbytes), v0.shape[axis])
     _call(fn, args, (axis,), threads)
 
 
 def _run_rows(fn, flats, extra=()):
     """Run a 1-D kernel ``fn(*flats, *extra)``, split into contiguous chunks when large."""
-    _call(fn, (*flats, *extra), (), _threads_for(flats[0].shape[0]))
+    _call(fn, (*flats, *extra), (), _threads_for(flats[-1].nbytes))
 
 
 def copy(src: np.ndarray, dst: np.ndarray) -> None:
@@ -348,50 +347,50 @@ def _finish(out, shape, dtype, inputs, compute, fname):
 
 #: The view dtype a kernel receives for each storage dtype (None: the array itself).
 _FAST_VIEW = {dt: (_VIEW[dt] if dt.itemsize == 2 else None) for dt in SUPPORTED_DTYPES}
-#: Compiled entry points of row kernels, per (kernel, view dtype): called without numba's type
-#: dispatch (a fifth of a 1,000-element call), so only with arguments of exactly the types
+#: Compiled entry points of the contiguous path's kernels, per kernel, then per (storage dtype,
+#: flags): called without numba's type dispatch (a fifth of a 1,000-element call), so only with arguments of exactly the types
 #: they were compiled for: 1-D C-contiguous aligned arrays of the view dtype, a Python float
 #: slope (or weight arrays), the ``ge`` bool.
 _ENTRY: dict = {}
 
 
-def _entry(fn, args):
-    key = (fn, args[0].dtype)
+def _entry(fn, args, flags):
+    """The cached entry point of ``fn`` for the contiguous path's argument types (see
+    ``_ENTRY``); ``flags`` (a bool or a tuple of bools) are the bool arguments, compiled as
+    literals."""
+    key = (fn, args[0].dtype, flags)
     ep = _ENTRY.get(key)
     if ep is None:
         ep = _ENTRY[key] = _kernels.entry_point(fn, *args)
     return ep
 
 
-def _run_entry(fn, args, threaded_args, size: int) -> None:
-    """``fn(*args)`` through its entry point, or its threaded driver when ``size`` is large."""
-    threads = _threads_for(size)
-    if threads > 1:
-        with _threads.parallel_gate() as ok:
-            if ok:
-                _THREADED[fn](*args, *threaded_args, threads)
-                return
-    _entry(fn, args)(*args)
-
-
-def _run_range(fn, threaded, args, axis: int, size: int) -> None:
-    """A range kernel ``fn(*args, axis, 0, n)`` over the whole of ``axis`` (``n`` its length,
-    ``args[0]`` a 3-D array), or ``threaded(*args, axis, threads)`` when ``size`` is large."""
-    n = args[0].shape[axis]
-    threads = min(_threads_for(size), n)
-    if threads > 1:
-        with _threads.parallel_gate() as ok:
-            if ok:
-                threaded(*args, axis, threads)
-                return
-    full = (*args, axis, 0, n)
-    _entry(fn, full)(*full)
+def _run_fast(fn, args, flags, nbytes: int) -> None:
+    """A contiguous-path kernel ``fn(*args)``, or its threaded twin ``_THREADED[fn]`` with
+    the thread count appended when the output (``nbytes``) is large."""
+    if nbytes < PARALLEL_MIN_BYTES:
+        ep = _ENTRY.get((fn, args[0].dtype, flags))
+        if ep is not None:  # (the common case, without a call)
+            ep(*args)
+            return
+    else:
+        threads = _threads.parallel_threads()
+        if threads > 1 and _threads.enter_parallel():
+            try:
+                args = (*args, threads)
+                _entry(_THREADED[fn], args, flags)(*args)
+            finally:
+                _threads.exit_parallel()
+            return
+    _entry(fn, args, flags)(*args)
 
 
 def _plain_operands(inputs, out, also=()):
-    """``(flat views of inputs, flat view of the result, the result)`` when every operand is a
-    C-contiguous aligned ndarray of one supported dtype and shape and ``out`` is None or such
-    an array sharing no memory with the inputs; else None (the general path decides)."""
+    """``(flat views of inputs and result, the result)`` when every operand is a C-contiguous
+    aligned ndarray of one supported dtype and shape and ``out`` is None or such an array
+    sharing no memory with the inputs (nor with ``also``); else None (the general path
+    decides). Dtypes are compared by identity: NumPy's own dtypes are singletons, and any
+    other (another byte order, say) goes the general way."""
     x = inputs[0]
     if type(x) is not np.ndarray:
         return None
@@ -399,26 +398,35 @@ def _plain_operands(inputs, out, also=()):
     view = _FAST_VIEW.get(dt, False)
     if view is False:
         return None
+    f = x.flags
+    if not (f.c_contiguous and f.aligned):
+        return None
     shape = x.shape
-    for a in inputs:
-        if type(a) is not np.ndarray or a.dtype != dt or a.shape != shape:
+    for a in inputs[1:]:
+        if type(a) is not np.ndarray or a.dtype is not dt or a.shape != shape:
             return None
         f = a.flags
         if not (f.c_contiguous and f.aligned):
             return None
     if out is None:
         dest = np.empty(shape, dt)
-    else:
-        if type(out) is not np.ndarray or out.dtype != dt or out.shape != shape:
-            return None
+    elif type(out) is np.ndarray and out.dtype is dt and out.shape == shape:
         f = out.flags
         if not (f.c_contiguous and f.aligned and f.writeable):
             return None
-        for a in (*inputs, *also):
+        for a in inputs:
+            if np.may_share_memory(out, a):
+                return None
+        for a in also:
             if np.may_share_memory(out, a):
                 return None
         dest = out
-    flats = [a if a.ndim == 1 else a.reshape(-1) for a in (*inputs, dest)]
+    else:
+        return None
+    if len(shape) == 1:
+        flats = [*inputs, dest]
+    else:
+        flats = [a.reshape(-1) for a in (*inputs, dest)]
     if view is not None:
         flats = [a.view(view) for a in flats]
     return flats, dest
@@ -434,13 +442,26 @@ def _fast_slope(negative_slope, slope_dtype):
 def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtype=None,
                     fname="leaky_relu"):
     """``y = x if x > 0 else x * negative_slope`` (see :func:`leakyops.leaky_relu`)."""
-    s = _fast_slope(negative_slope, slope_dtype)
-    if s is not None and compare in _COMPARE:
-        plain = _plain_operands((x,), out)
-        if plain is not None:
-            flats, dest = plain
-            _run_entry(_kernels.lrelu_fwd_row, (*flats, s, _COMPARE[compare]), (), dest.size)
-            return dest
+    if type(negative_slope) is float and slope_dtype is None and type(x) is np.ndarray:
+        # the contiguous path, written out: a 1,000-element call is mostly this Python
+        ge = _COMPARE.get(compare)
+        view = _FAST_VIEW.get(x.dtype, False)
+        f = x.flags
+        if ge is not None and view is not False and f.c_contiguous and f.aligned:
+            if out is None:
+                dest = np.empty(x.shape, x.dtype)
+            elif type(out) is np.ndarray and out.dtype is x.dtype and out.shape == x.shape \
+                    and out.flags.c_contiguous and out.flags.aligned and out.flags.writeable \
+                    and not np.may_share_memory(out, x):
+                dest = out
+            else:
+                dest = None
+            if dest is not None:
+                xf, df = (x, dest) if x.ndim == 1 else (x.reshape(-1), dest.reshape(-1))
+                if view is not None:
+                    xf, df = xf.view(view), df.view(view)
+                _run_fast(_kernels.lrelu_fwd_row, (xf, df, negative_slope, ge), ge, dest.nbytes)
+                return dest
     x = _array(x, fname, "x")
     kind = _KIND[x.dtype]
     s = _slope(negative_slope, kind, slope_dtype, fname)
@@ -477,7 +498,8 @@ def leaky_relu_inplace_impl(x, negative_slope=0.01, *, compare=">", slope_dtype=
             flat = x if x.ndim == 1 else x.reshape(-1)
             view = _FAST_VIEW[x.dtype]
             flat = flat if view is None else flat.view(view)
-            _run_entry(_kernels.lrelu_fwd_row_inplace, (flat, s, _COMPARE[compare]), (), x.size)
+            ge = _COMPARE[compare]
+            _run_fast(_kernels.lrelu_fwd_row_inplace, (flat, s, ge), ge, x.nbytes)
             return x
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{fname}: x must be a numpy.ndarray to be modified in place, "
@@ -497,13 +519,34 @@ def leaky_relu_inplace_impl(x, negative_slope=0.01, *, compare=">", slope_dtype=
 def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=False, out=None, *,
                              compare=">", slope_dtype=None, fname="leaky_relu_backward"):
     """``dx = g if t > 0 else g * negative_slope`` (see :func:`leakyops.leaky_relu_backward`)."""
-    s = _fast_slope(negative_slope, slope_dtype)
-    if s is not None and compare in _COMPARE and (self_is_result is False or (self_is_result is True and s >= 0)):
-        plain = _plain_operands((grad_output, x), out)
-        if plain is not None:
-            flats, dest = plain
-            _run_entry(_kernels.lrelu_bwd_row, (*flats, s, _COMPARE[compare]), (), dest.size)
-            return dest
+    if type(negative_slope) is float and slope_dtype is None and type(x) is np.ndarray \
+            and type(grad_output) is np.ndarray \
+            and (self_is_result is False or (self_is_result is True and negative_slope >= 0)):
+        # the contiguous path, written out (see leaky_relu_impl): operands of one dtype and shape
+        ge = _COMPARE.get(compare)
+        dt = x.dtype
+        view = _FAST_VIEW.get(dt, False)
+        fx, fg = x.flags, grad_output.flags
+        if ge is not None and view is not False and grad_output.dtype is dt \
+                and grad_output.shape == x.shape and fx.c_contiguous and fx.aligned \
+                and fg.c_contiguous and fg.aligned:
+            if out is None:
+                dest = np.empty(x.shape, dt)
+            elif type(out) is np.ndarray and out.dtype is dt and out.shape == x.shape \
+                    and out.flags.c_contiguous and out.flags.aligned and out.flags.writeable \
+                    and not np.may_share_memory(out, x) and not np.may_share_memory(out, grad_output):
+                dest = out
+            else:
+                dest = None
+            if dest is not None:
+                if x.ndim == 1:
+                    gf, xf, df = grad_output, x, dest
+                else:
+                    gf, xf, df = grad_output.reshape(-1), x.reshape(-1), dest.reshape(-1)
+                if view is not None:
+                    gf, xf, df = gf.view(view), xf.view(view), df.view(view)
+                _run_fast(_kernels.lrelu_bwd_row, (gf, xf, df, negative_slope, ge), ge, dest.nbytes)
+                return dest
     g = _array(grad_output, fname, "grad_output")
     x = _array(x, fname, "x")
     if not isinstance(self_is_result, (bool, np.bool_)):
@@ -615,16 +658,18 @@ def _plain_prelu_layout(x, weight, axis):
     ndarray ``x`` with a contiguous 1-D weight of its dtype along ``axis``, seen as (outer, C,
     inner) with weight strides (0, 1, 0), or channels last as (1, outer, C) with (0, 0, 1)."""
     if type(x) is not np.ndarray or type(weight) is not np.ndarray or weight.ndim != 1 \
-            or type(axis) is not int or weight.dtype != x.dtype:
+            or type(axis) is not int or weight.dtype is not x.dtype:
         return None
+    shape = x.shape
     c = weight.shape[0]
-    if c < 2 or not -x.ndim <= axis < x.ndim or x.shape[axis] != c:
+    if c < 2 or not -len(shape) <= axis < len(shape) or shape[axis] != c:
         return None
     xf, wf = x.flags, weight.flags
-    if not (xf.c_contiguous and xf.aligned and wf.c_contiguous and wf.aligned):
+    if not (xf.c_contiguous and xf.aligned and wf.c_contiguous and wf.aligned) or x.size == 0:
         return None
-    a = axis % x.ndim
-    outer, inner = math.prod(x.shape[:a]), math.prod(x.shape[a + 1:])
+    a = axis % len(shape)
+    outer = math.prod(shape[:a]) if a else 1
+    inner = x.size // (outer * c)
     if inner == 1:
         return (1, outer, c), 0, 1
     return (outer, c, inner), 1, 0
@@ -634,15 +679,25 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
     """``y = x if x > 0 else w[c] * x`` (see :func:`leakyops.prelu`)."""
     layout = _plain_prelu_layout(x, weight, axis) if compare in _COMPARE else None
     if layout is not None:
-        plain = _plain_operands((x,), out, also=(weight,))
-        if plain is not None:
-            (xf, df), dest = plain
+        # the contiguous path, written out (see leaky_relu_impl)
+        dt = x.dtype
+        if out is None:
+            dest = np.empty(x.shape, dt)
+        elif type(out) is np.ndarray and out.dtype is dt and out.shape == x.shape \
+                and out.flags.c_contiguous and out.flags.aligned and out.flags.writeable \
+                and not np.may_share_memory(out, x) and not np.may_share_memory(out, weight):
+            dest = out
+        else:
+            dest = None
+        if dest is not None:
             shape, _, per_k = layout
-            view = _FAST_VIEW[x.dtype]
-            wv = weight if view is None else weight.view(view)
-            _run_range(_kernels.prelu_fwd_c, _kernels.prelu_fwd_c_par,
-                       (xf.reshape(shape), df.reshape(shape), wv, bool(per_k), _COMPARE[compare]),
-                       0 if shape[0] >= shape[1] else 1, dest.size)
+            view = _FAST_VIEW[dt]
+            xv, dv, wv = x.reshape(shape), dest.reshape(shape), weight
+            if view is not None:
+                xv, dv, wv = xv.view(view), dv.view(view), wv.view(view)
+            ge, per_k = _COMPARE[compare], per_k == 1
+            _run_fast(_kernels.prelu_fwd_c_run, (xv, dv, wv, per_k, ge, 0 if shape[0] >= shape[1] else 1),
+                      (per_k, ge), dest.nbytes)
             return dest
     x, weight = _prelu_args(x, weight, fname)
     wshape = _weight_shape(x, weight, axis, fname)
@@ -697,13 +752,19 @@ def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", fname="
     return grad_input, _prelu_backward_into(grad_input, g, x, weight, wshape, ge)
 
 
+def _prelu_backward_c(g, x, gi, weight, per_k: bool, ge: bool, acc: np.ndarray) -> None:
+    """The backward over C-contiguous 3-D kernel views (see ``_kernels.prelu_bwd_c_run``):
+    ``gi`` written, the float64 weight gradient in ``acc``; threaded when large."""
+    _run_fast(_kernels.prelu_bwd_c_run, (g, x, gi, weight, acc, per_k, ge), (per_k, ge), gi.nbytes)
+
+
 def _prelu_backward_into(grad_input, g, x, weight, wshape, ge) -> np.ndarray:
     """Write ``grad_input`` (x's shape and dtype, not overlapping the inputs) and return the
     unrounded float64 weight gradient, shaped like ``weight``.
 
     How the work is split depends on the shapes only, never on the thread count, so the
     bits do not either: along an axis the weight is not broadcast over (each weight
-    element's sum stays in one part), else along a reduced axis in units of ``_UNIT``
+    element's sum stays in one part), else along a reduced axis in units of ``UNIT``
     elements, each with its own partial sums, combined in unit order. Threads then take the
     parts.
     """
@@ -714,6 +775,11 @@ def _prelu_backward_into(grad_input, g, x, weight, wshape, ge) -> np.ndarray:
     wflat = _flat_weight(weight)
     (x3, gi3, g3), (off, st) = _prelu_layout(x, wshape, [grad_input, g])
     views = [g3, x3, gi3]
+    if x3.ndim == 3 and off == 0 and st in ((0, 1, 0), (0, 0, 1)) \
+            and all(v.flags.c_contiguous for v in views):
+        # C-contiguous views with a 1-D weight along one axis: the loops without per-row slices
+        _prelu_backward_c(g3, x3, gi3, wflat, st[2] == 1, ge, result)
+        return result.reshape(weight.shape)
     if x3.ndim > 3:  # rare: more than three axes survive coalescing; one part per leading index
         pair = np.zeros((1, 2, wsize))
         for idx in np.ndindex(*x3.shape[:-3]):
@@ -730,32 +796,24 @@ def _prelu_backward_into(grad_input, g, x, weight, wshape, ge) -> np.ndarray:
         axis, parts, partials = axis_k, shape[axis_k], np.zeros((1, 2, wsize))
     else:
         axis = max(_split_axis(shape, reduced), 0)
-        parts = max(1, min(shape[axis], x.size // _UNIT, _PARTIALS_BUDGET // max(wsize, 1)))
+        parts = max(1, min(shape[axis], x.size // _kernels.UNIT,
+                           _kernels.PARTIALS_BUDGET // max(wsize, 1)))
         partials = np.zeros((min(parts, shape[axis]), 2, wsize))
-    threads = min(_threads_for(x.size), parts)
+    threads = min(_threads_for(x.nbytes), parts)
     if partials.shape[0] == 1:  # parts share one pair: as many parts as threads
         parts = threads
     bounds = np.array([lo for lo, _ in _chunks(shape[axis], parts)] + [shape[axis]], np.int64)
-    # C-contiguous views with a 1-D weight along one axis: the loops without per-row slices
-    c_layout = off == 0 and st in ((0, 1, 0), (0, 0, 1)) and all(v.flags.c_contiguous for v in views)
-    with _threads.parallel_gate() as ok:
-        if c_layout:
-            per_k = st[2] == 1
-            if threads > 1 and ok:
-                _kernels.prelu_bwd_c_par(*views, wflat, partials, per_k, ge, axis, bounds)
-            else:
-                for u in range(bounds.size - 1):
-                    p = partials[0 if partials.shape[0] == 1 else u]
-                    args = (*views, wflat, p[0], p[1], per_k, ge, axis, int(bounds[u]), int(bounds[u + 1]))
-                    _entry(_kernels.prelu_bwd_c, args)(*args)
-        elif threads > 1 and ok:
+    if threads > 1 and _threads.enter_parallel():
+        try:
             _kernels.prelu_bwd_nd_par(*views, wflat, partials, off, *st, ge, axis, bounds)
-        else:
-            for u in range(bounds.size - 1):
-                lo, hi = int(bounds[u]), int(bounds[u + 1])
-                p = partials[0 if partials.shape[0] == 1 else u]
-                _kernels.prelu_bwd_nd(*(_slice(v, axis, lo, hi) for v in views), wflat, p[0], p[1],
-                                      off + lo * st[axis], *st, ge)
+        finally:
+            _threads.exit_parallel()
+    else:
+        for u in range(bounds.size - 1):
+            lo, hi = int(bounds[u]), int(bounds[u + 1])
+            p = partials[0 if partials.shape[0] == 1 else u]
+            _kernels.prelu_bwd_nd(*(_slice(v, axis, lo, hi) for v in views), wflat, p[0], p[1],
+                                  off + lo * st[axis], *st, ge)
     _kernels.combine_partials(partials, result)
     return result.reshape(weight.shape)
 
@@ -791,18 +849,42 @@ def _prelu_backward_outs(out, x, weight, fname):
     return gi, gw
 
 
+def _prelu_backward_plain(g, x, weight, layout, out, ge):
+    """The contiguous path of prelu_backward: the results, or None where the operands do not
+    qualify (the general path then runs, with its checks and messages)."""
+    gi_out = gw_out = None
+    if out is not None:
+        if type(out) is not tuple or len(out) != 2:
+            return None
+        gi_out, gw_out = out
+        if gw_out is not None and not (type(gw_out) is np.ndarray and gw_out.dtype == x.dtype
+                                       and gw_out.shape == weight.shape and gw_out.flags.writeable
+                                       and (gi_out is None or not np.may_share_memory(gi_out, gw_out))):
+            return None
+    plain = _plain_operands((g, x), gi_out, also=(weight,))
+    if plain is None:
+        return None
+    (gf, xf, gif), grad_input = plain
+    shape, _, per_k = layout
+    view = _FAST_VIEW[x.dtype]
+    acc = np.empty(weight.shape[0])
+    _prelu_backward_c(gf.reshape(shape), xf.reshape(shape), gif.reshape(shape),
+                      weight if view is None else weight.view(view), bool(per_k), ge, acc)
+    grad_weight = round_grad_weight(acc, x.dtype)
+    if gw_out is None:
+        return grad_input, grad_weight
+    gw_out[...] = grad_weight
+    return grad_input, gw_out
+
+
 def prelu_backward_impl(grad_output, x, weight, axis=1, out=None, *, compare=">",
                         fname="prelu_backward"):
     """``(grad_input, grad_weight)`` (see :func:`leakyops.prelu_backward`)."""
-    layout = _plain_prelu_layout(x, weight, axis) if out is None and compare in _COMPARE else None
-    if layout is not None and type(grad_output) is np.ndarray and grad_output.dtype == x.dtype \
-            and grad_output.shape == x.shape and grad_output.flags.c_contiguous:
-        # the contiguous path: the checks above stand for the general ones
-        g, ge, a = grad_output, _COMPARE[compare], axis % x.ndim
-        wshape = tuple(n if k == a else 1 for k, n in enumerate(x.shape))
-        grad_input = np.empty(x.shape, x.dtype)
-        acc = _prelu_backward_into(grad_input, g, x, weight, wshape, ge)
-        return grad_input, round_grad_weight(acc, x.dtype)
+    layout = _plain_prelu_layout(x, weight, axis) if compare in _COMPARE else None
+    if layout is not None:
+        result = _prelu_backward_plain(grad_output, x, weight, layout, out, _COMPARE[compare])
+        if result is not None:
+            return result
     g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, fname)
     ge = _compare(compare, fname)
     gi_out, gw_out = _prelu_backward_outs(out, x, weight, fname)

@@ -32,7 +32,7 @@ import threading
 from ._config import DEFAULT_THREADS
 
 __all__ = ["get_num_threads", "set_num_threads", "thread_limit", "parallel_threads",
-           "parallel_gate"]
+           "enter_parallel", "exit_parallel"]
 
 _state = threading.local()
 _num_threads = DEFAULT_THREADS
@@ -121,21 +121,17 @@ def parallel_threads() -> int:
     return n
 
 
-@contextlib.contextmanager
-def parallel_gate():
-    """Entered around a threaded kernel call: yields whether it may run threaded now.
+def enter_parallel() -> bool:
+    """Whether a threaded kernel may run now; pair a True with :func:`exit_parallel`.
 
-    Always yes, except on numba's ``workqueue`` layer while another thread's call runs.
+    Always true, except on numba's ``workqueue`` layer while another thread's call runs.
     """
-    if _layer != "workqueue":
-        yield True
-        return
-    got = _gate.acquire(blocking=False)
-    try:
-        yield got
-    finally:
-        if got:
-            _gate.release()
+    return _layer != "workqueue" or _gate.acquire(blocking=False)
+
+
+def exit_parallel() -> None:
+    if _layer == "workqueue":
+        _gate.release()
 
 
 def _after_fork_in_child() -> None:

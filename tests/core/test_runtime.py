@@ -16,7 +16,7 @@ import leakyops
 from leakyops import _config, _core
 from refs import BF16, assert_same, random_values, ref_leaky_relu, ref_leaky_relu_backward, ref_prelu
 
-BIG = 3 * _config.PARALLEL_MIN + 17  # large enough for the thread pool, not a multiple of anything
+BIG = 3 * _config.PARALLEL_MIN_BYTES // 2 + 17  # elements: threaded for every dtype, not a multiple of anything
 
 
 def _check_all_ops(seed: int, n: int) -> None:
