@@ -69,7 +69,7 @@ def aclrtGetSocName() -> str:
 # "newest": hicann/ops-nn's newest aclnnPreluBackward unit tests (cases 025, 034-038) and its
 #   docs: a multi-dimensional weight is (1, C, 1, ...) with self's rank; gradWeight has
 #   weight's shape.
-# "legacy": the older rule (aclnn_prelu_backward.cpp as stored, SPEC section 5): any weight
+# "legacy": the older rule (aclnn_prelu_backward.cpp at commit 80902332): any weight
 #   with C elements; gradWeight is (C,) unless the weight has one element.
 PRELU_BACKWARD_RULES = ("newest", "legacy")
 _prelu_rule = os.environ.get("LEAKYOPS_ACLNN_PRELU_BACKWARD", "newest")
