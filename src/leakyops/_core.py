@@ -365,9 +365,19 @@ def _entry(fn, args, flags):
     return ep
 
 
+#: Kernels whose work per byte of output is about twice the element-wise forward's (measured
+#: crossovers of one thread and two: docs/benchmarks.md); bfloat16's rounding counts the same.
+_HEAVY = {_kernels.prelu_bwd_c_run}
+_BF16_VIEW = _VIEW[BFLOAT16]
+
+
 def _run_fast(fn, args, flags, nbytes: int) -> None:
     """A contiguous-path kernel ``fn(*args)``, or its threaded twin ``_THREADED[fn]`` with
-    the thread count appended when the output (``nbytes``) is large."""
+    the thread count appended when the work (``nbytes`` of output, weighted) is large."""
+    if fn in _HEAVY:
+        nbytes *= 2
+    if args[0].dtype is _BF16_VIEW:
+        nbytes *= 2
     if nbytes < PARALLEL_MIN_BYTES:
         ep = _ENTRY.get((fn, args[0].dtype, flags))
         if ep is not None:  # (the common case, without a call)
