@@ -35,6 +35,8 @@ def main(argv=None) -> int:
     ap.add_argument("--min-time", type=float, default=None, help="seconds per case and round")
     ap.add_argument("--json", help="write the records to this file")
     ap.add_argument("--plot", help="write a chart of GB/s by size (needs matplotlib)")
+    ap.add_argument("--markdown", help="also write the table as Markdown to this file")
+    ap.add_argument("--from-json", help="no timing: print (and convert) the records of an earlier run")
     args = ap.parse_args(argv)
 
     from leakyops import _bench
@@ -43,11 +45,16 @@ def main(argv=None) -> int:
         return tuple(t.strip() for t in text.split(",")) if text else default
 
     sizes = tuple(int(float(v)) for v in args.sizes.split(",")) if args.sizes else None
-    records = _bench.run(ops=names(args.ops, _bench.OPS), dtypes=names(args.dtypes, _bench.DTYPES),
-                         sizes=sizes, quick=args.quick, threads=args.threads,
-                         min_time=args.min_time, rounds=args.rounds,
-                         peers=names(args.peers, None), log=print)
-    doc = _bench.to_json(records)
+    if args.from_json:
+        with open(args.from_json) as fh:
+            doc = json.load(fh)
+        records = doc["records"]
+    else:
+        records = _bench.run(ops=names(args.ops, _bench.OPS), dtypes=names(args.dtypes, _bench.DTYPES),
+                             sizes=sizes, quick=args.quick, threads=args.threads,
+                             min_time=args.min_time, rounds=args.rounds,
+                             peers=names(args.peers, None), log=print)
+        doc = _bench.to_json(records)
     print(f"# {doc['date']} · {doc['cpu']} · {doc['cpus']} CPUs · Python {doc['python']} · "
           f"numpy {doc['numpy']}")
     print(_bench.format_table(records))
@@ -55,6 +62,9 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(doc, fh, indent=1)
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(_bench.format_markdown(records) + "\n")
     if args.plot:
         _bench.plot(records, args.plot)
     return 0

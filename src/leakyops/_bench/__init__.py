@@ -27,7 +27,7 @@ from ._peers import COPIES, LIBRARIES, PEERS
 from ._timing import best_time
 
 __all__ = ["DEFAULT_SIZES", "DTYPES", "OPS", "QUICK_SIZES", "PEERS", "best_time", "run",
-           "format_table", "to_json", "plot", "summary"]
+           "format_table", "format_markdown", "to_json", "plot", "summary"]
 
 #: Extra rows compared with PyTorch only: calls that allocate their results.
 EXTRA_OPS = {"leaky_relu:alloc": ("leakyops", "torch"),
@@ -211,6 +211,29 @@ def format_table(records) -> str:
                      + (f" {share:>6.2f}" if share else f" {'-':>6}"))
     lines.append("x fastest: the fastest peer's time / leakyops' time (> 1: leakyops is faster); "
                  "x copy: leakyops' share of the copy ceiling's bandwidth")
+    return "\n".join(lines)
+
+
+def format_markdown(records) -> str:
+    """The table of :func:`format_table` as Markdown (for docs/benchmarks.md)."""
+    cols = ["leakyops", "torch", "onednn", "onnxruntime"]
+    lines = ["| operator | dtype | elements | leakyops µs | PyTorch µs | oneDNN µs | ONNX Runtime µs "
+             "| copy µs | leakyops GB/s | × fastest peer | fastest peer | share of copy |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+
+    def us(t):
+        return f"{t * 1e6:,.1f}" if t is not None else "–"
+
+    for (op, dname, _), peers in _by_case(records).items():
+        ours = peers.get("leakyops")
+        copies = [p["seconds"] for n, p in peers.items() if n in COPIES and p["seconds"] is not None]
+        name, ratio, share = _ratios(peers)
+        elements = next(iter(peers.values()))["elements"]
+        cells = [us(peers.get(c, {}).get("seconds")) for c in cols] + [us(min(copies) if copies else None)]
+        gbps = f"{ours['gbps']:.1f}" if ours and ours["gbps"] else "–"
+        r = f"**{ratio:.2f}**" if ratio is not None and ratio >= 1.0 else (f"{ratio:.2f}" if ratio else "–")
+        lines.append(f"| `{op}` | {dname} | {elements:,} | " + " | ".join(cells)
+                     + f" | {gbps} | {r} | {name or '–'} | " + (f"{share:.2f}" if share else "–") + " |")
     return "\n".join(lines)
 
 
