@@ -36,6 +36,16 @@ _KIND = dict(zip(SUPPORTED_DTYPES, _KINDS))
 _VIEW = {dt: _kernels.VIEW_DTYPES[dt.name] for dt in SUPPORTED_DTYPES}
 _SUPPORTED_NAMES = "float16, bfloat16, float32, float64"
 _COMPARE = {">": False, ">=": True}
+#: ``compare=`` values that reproduce one of oneDNN 3.2's kernels (``leakyops.onednn``; the
+#: formulas are in ``_kernels.Rule``): its eltwise LeakyReLU for ``leaky_relu_impl`` (with a
+#: zero slope the ReLU kernel, ``max(x, +0)``), its reference and jit PReLU for ``prelu_impl``
+#: and ``prelu_backward_impl``, the jit kernels per instruction set. With these the weight may
+#: have its own float dtype (oneDNN loads each operand in its type and computes in float32),
+#: and ``prelu_backward``'s terms are float32 products, so its data may not be float64.
+_DNNL_LRELU = {"dnnl-eltwise": _kernels.DNNL_ELTWISE}
+_DNNL_PRELU = {"dnnl-ref": _kernels.DNNL_REF, "dnnl-jit": _kernels.DNNL_JIT,
+               "dnnl-jit-avx2": _kernels.DNNL_JIT_AVX2, "dnnl-jit-avx": _kernels.DNNL_JIT_AVX,
+               "dnnl-jit-sse41": _kernels.DNNL_JIT_SSE41}
 
 
 
@@ -141,11 +151,15 @@ def result_dtype(a, b) -> np.dtype:
     return np.dtype(np.float32)
 
 
-def _compare(compare: str, fname: str) -> bool:
-    try:
-        return _COMPARE[compare]
-    except KeyError:
-        raise ValueError(f"{fname}: compare must be '>' or '>=', got {compare!r}") from None
+def _compare(compare: str, fname: str, rules=None):
+    """The kernels' ``ge`` argument for ``compare``: a bool, or one of ``rules`` (a Rule)."""
+    ge = _COMPARE.get(compare) if type(compare) is str else None
+    if ge is None and rules and type(compare) is str:
+        ge = rules.get(compare)
+    if ge is None:
+        names = ", ".join(repr(c) for c in [*_COMPARE, *(rules or ())])
+        raise ValueError(f"{fname}: compare must be one of {names}, got {compare!r}")
+    return ge
 
 
 # ---------------------------------------------------------------------------------------------
@@ -475,7 +489,12 @@ def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtyp
     x = _array(x, fname, "x")
     kind = _KIND[x.dtype]
     s = _slope(negative_slope, kind, slope_dtype, fname)
-    ge = _compare(compare, fname)
+    ge = _compare(compare, fname, _DNNL_LRELU)
+    if ge is _kernels.DNNL_ELTWISE:
+        if s == 0:
+            ge = _kernels.DNNL_RELU  # oneDNN's eltwise kernel with alpha == 0: max(x, +0)
+        elif x.dtype.itemsize == 2:
+            ge = _kernels.DNNL_ELTWISE_HALF  # its half types' NaNs come back quiet
     if x.size == 0:
         return _finish(out, x.shape, x.dtype, (x,), lambda dest: None, fname)
 
@@ -623,10 +642,10 @@ def _weight_shape(x: np.ndarray, weight: np.ndarray, axis, fname: str):
     return (1,) * (x.ndim - weight.ndim) + weight.shape
 
 
-def _prelu_args(x, weight, fname):
+def _prelu_args(x, weight, fname, compare=">"):
     x = _array(x, fname, "x")
     weight = _array(weight, fname, "weight")
-    if weight.dtype != x.dtype:
+    if weight.dtype != x.dtype and compare not in _DNNL_PRELU:  # (oneDNN: any float weight)
         raise TypeError(f"{fname}: weight has dtype {weight.dtype} but x has dtype {x.dtype}; "
                         "prelu does not promote: they must match")
     return x, weight
@@ -709,10 +728,10 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
             _run_fast(_kernels.prelu_fwd_c_run, (xv, dv, wv, per_k, ge, 0 if shape[0] >= shape[1] else 1),
                       (per_k, ge), dest.nbytes)
             return dest
-    x, weight = _prelu_args(x, weight, fname)
+    x, weight = _prelu_args(x, weight, fname, compare)
     wshape = _weight_shape(x, weight, axis, fname)
     kind = _KIND[x.dtype]
-    ge = _compare(compare, fname)
+    ge = _compare(compare, fname, _DNNL_PRELU)
     if x.size == 0:
         return _finish(out, x.shape, x.dtype, (x, weight), lambda dest: None, fname)
     if weight.size == 1:
@@ -736,9 +755,12 @@ def _kernels_slope(weight: np.ndarray, kind: str):
     return np.float64(value) if kind == "f64" else np.float32(value)
 
 
-def _prelu_backward_args(grad_output, x, weight, axis, fname):
+def _prelu_backward_args(grad_output, x, weight, axis, fname, compare=">"):
     """Checked ``(g, x, weight, wshape)``: ``g`` broadcast to ``x``'s shape."""
-    x, weight = _prelu_args(x, weight, fname)
+    x, weight = _prelu_args(x, weight, fname, compare)
+    if compare in _DNNL_PRELU and x.dtype == np.float64:
+        raise TypeError(f"{fname}: compare={compare!r} (oneDNN's float32 arithmetic) needs "
+                        f"float16, bfloat16 or float32 data, got {x.dtype}")
     g = _array(grad_output, fname, "grad_output")
     if g.dtype != x.dtype:
         raise TypeError(f"{fname}: grad_output has dtype {g.dtype} but x has dtype {x.dtype}; "
@@ -756,8 +778,8 @@ def _prelu_backward_args(grad_output, x, weight, axis, fname):
 
 def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", fname="prelu_backward"):
     """``(grad_input, acc)``: ``acc`` is the unrounded float64 ``grad_weight``, shaped like weight."""
-    g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, fname)
-    ge = _compare(compare, fname)
+    g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, fname, compare)
+    ge = _compare(compare, fname, _DNNL_PRELU)
     grad_input = np.empty(x.shape, x.dtype)
     return grad_input, _prelu_backward_into(grad_input, g, x, weight, wshape, ge)
 
@@ -765,7 +787,10 @@ def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", fname="
 def _prelu_backward_c(g, x, gi, weight, per_k: bool, ge: bool, acc: np.ndarray) -> None:
     """The backward over C-contiguous 3-D kernel views (see ``_kernels.prelu_bwd_c_run``):
     ``gi`` written, the float64 weight gradient in ``acc``; threaded when large."""
-    _run_fast(_kernels.prelu_bwd_c_run, (g, x, gi, weight, acc, per_k, ge), (per_k, ge), gi.nbytes)
+    # (the entry points are cached by the first operand's dtype: a weight of another dtype,
+    # which oneDNN's rules allow, is part of the key)
+    flags = (per_k, ge) if weight.dtype is g.dtype else (per_k, ge, weight.dtype)
+    _run_fast(_kernels.prelu_bwd_c_run, (g, x, gi, weight, acc, per_k, ge), flags, gi.nbytes)
 
 
 def _prelu_backward_into(grad_input, g, x, weight, wshape, ge) -> np.ndarray:
@@ -789,26 +814,26 @@ def _prelu_backward_into(grad_input, g, x, weight, wshape, ge) -> np.ndarray:
             and all(v.flags.c_contiguous for v in views):
         # C-contiguous views with a 1-D weight along one axis: the loops without per-row slices
         _prelu_backward_c(g3, x3, gi3, wflat, st[2] == 1, ge, result)
-        return result.reshape(weight.shape)
+        return _dnnl_sum_zero(result, ge, wsize < x.size).reshape(weight.shape)
     if x3.ndim > 3:  # rare: more than three axes survive coalescing; one part per leading index
-        pair = np.zeros((1, 2, wsize))
+        pair = _partials(1, wsize, ge)
         for idx in np.ndindex(*x3.shape[:-3]):
             o = off + sum(i * s for i, s in zip(idx, st))
             _kernels.prelu_bwd_nd(*(v[idx] for v in views), wflat, pair[0, 0], pair[0, 1], o,
                                   *st[len(idx):], ge)
-        _kernels.combine_partials(pair, result)
-        return result.reshape(weight.shape)
+        _kernels.combine_partials(pair, result, ge)
+        return _dnnl_sum_zero(result, ge, wsize < x.size).reshape(weight.shape)
     shape = x3.shape
     reduced = [a for a in range(3) if st[a] == 0 and shape[a] > 1]
     kept = [a for a in range(3) if a not in reduced and shape[a] > 1]
     axis_k = _split_axis(shape, [a for a in kept if a < 2])  # not the innermost axis
     if axis_k >= 0 and shape[axis_k] >= 2:
-        axis, parts, partials = axis_k, shape[axis_k], np.zeros((1, 2, wsize))
+        axis, parts, partials = axis_k, shape[axis_k], _partials(1, wsize, ge)
     else:
         axis = max(_split_axis(shape, reduced), 0)
         parts = max(1, min(shape[axis], x.size // _kernels.UNIT,
                            _kernels.PARTIALS_BUDGET // max(wsize, 1)))
-        partials = np.zeros((min(parts, shape[axis]), 2, wsize))
+        partials = _partials(min(parts, shape[axis]), wsize, ge)
     threads = min(_threads_for(x.nbytes), parts)
     if partials.shape[0] == 1:  # parts share one pair: as many parts as threads
         parts = threads
@@ -824,8 +849,26 @@ def _prelu_backward_into(grad_input, g, x, weight, wshape, ge) -> np.ndarray:
             p = partials[0 if partials.shape[0] == 1 else u]
             _kernels.prelu_bwd_nd(*(_slice(v, axis, lo, hi) for v in views), wflat, p[0], p[1],
                                   off + lo * st[axis], *st, ge)
-    _kernels.combine_partials(partials, result)
-    return result.reshape(weight.shape)
+    _kernels.combine_partials(partials, result, ge)
+    return _dnnl_sum_zero(result, ge, wsize < x.size).reshape(weight.shape)
+
+
+def _partials(n: int, wsize: int, ge) -> np.ndarray:
+    """``n`` (sum, compensation) pairs for ``wsize`` weight elements, at the sums' start:
+    +0, or -0 for a oneDNN rule (its sums are plain IEEE sums: -0 when every term is -0)."""
+    partials = np.zeros((n, 2, wsize))
+    if type(ge) is not bool:
+        partials[:, 0] = -0.0
+    return partials
+
+
+def _dnnl_sum_zero(result: np.ndarray, ge, reduced: bool) -> np.ndarray:
+    """The weight gradient as oneDNN's jit kernels leave it: where a weight element sums
+    several terms they add them into a zeroed (+0) buffer, so a zero sum is +0 there (with a
+    weight shaped like the data, each element is its single term, sign and all)."""
+    if reduced and type(ge) is not bool and ge != _kernels.DNNL_REF:
+        result += 0.0
+    return result
 
 
 def sum_grad_weight_parts(parts, axis=None, keepdims=False) -> np.ndarray:
@@ -895,8 +938,8 @@ def prelu_backward_impl(grad_output, x, weight, axis=1, out=None, *, compare=">"
         result = _prelu_backward_plain(grad_output, x, weight, layout, out, _COMPARE[compare])
         if result is not None:
             return result
-    g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, fname)
-    ge = _compare(compare, fname)
+    g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, fname, compare)
+    ge = _compare(compare, fname, _DNNL_PRELU)
     gi_out, gw_out = _prelu_backward_outs(out, x, weight, fname)
     # grad_input is read back while it is written (the kernel makes two passes over each
     # stretch), so any overlap with an input goes through a temporary, even out=x

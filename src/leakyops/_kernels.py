@@ -16,8 +16,10 @@ A result is computed in the compute type of the *output* view's kind and rounded
 it; inputs of another kind are widened exactly (``leaky_relu_backward`` promotes). The
 comparison is the ``ge`` flag: ``x > 0`` keeps the input (PyTorch, aclnn) or, with
 ``ge=True``, ``x >= 0`` does (the Ascend C API's documented rule); it is branch-free in the
-loop, so both are one loop. Each scalar rule is written once (``_keep``, ``_load``,
-``_narrow``) and every loop uses it.
+loop, so both are one loop. In place of the flag a :class:`Rule` selects the formula one of
+oneDNN's kernels computes (its eltwise ReLU, its reference and jit PReLU), compiled as a
+literal into loops of its own. Each scalar rule is written once (``_keep``, ``_lrelu``,
+``_lrelu_grad``, ``_prelu_term``, ``_load``, ``_narrow``) and every loop uses it.
 
 Loops come in two shapes: a ``*_row`` over 1-D views (contiguous or strided) and a driver
 ``*_nd`` over 3-D views (the core coalesces any shape and strides into three axes). Rows of
@@ -44,11 +46,12 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, prange, typeof, types
 from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic, overload, typeof_impl
 
 from ._config import NJIT_OPTIONS, REDUCE_FASTMATH, cache_enabled, use_soft_half
 
-__all__ = ["VIEW_DTYPES", "lrelu_fwd_row", "lrelu_fwd_nd", "lrelu_fwd_row_inplace",
+__all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL_JIT",
+           "DNNL_JIT_AVX2", "DNNL_JIT_AVX", "DNNL_JIT_SSE41", "DNNL_ELTWISE_HALF", "lrelu_fwd_row", "lrelu_fwd_nd", "lrelu_fwd_row_inplace",
            "lrelu_fwd_nd_inplace", "lrelu_bwd_row", "lrelu_bwd_nd",
            "prelu_fwd_nd", "prelu_bwd_nd", "combine_partials"]
 
@@ -84,7 +87,8 @@ def entry_point(kernel, *args):
     call); the caller must then pass arguments of exactly those types, because numba does not
     check them there (an array of another dtype would be read as this one). Python bools
     (the flags: the comparison, the weight's layout) are compiled as literals, so each value
-    gets its own loop with the flag folded in (one compare less per vector).
+    gets its own loop with the flag folded in (one compare less per vector); a :class:`Rule`
+    is a literal by its type already.
     """
     sig = tuple(types.literal(a) if isinstance(a, bool) else typeof(a) for a in args)
     return kernel.compile(sig)
@@ -308,22 +312,233 @@ def _ol_scalar(s, like):
     return lambda s, like: np.float32(s)
 
 
-@njit(inline="always", **NJIT_OPTIONS)
+# ---------------------------------------------------------------------------------------------
+# the rule: which input is kept, and how the other branch is formed
+#
+# Every loop takes the rule as its ``ge`` argument. A bool is the comparison (``x > 0``, or
+# ``x >= 0`` with True): the core and the aclnn, Ascend C and torch front-ends use it. A
+# :class:`Rule` selects the formula a oneDNN kernel computes (``leakyops.onednn``, through the
+# core's ``compare=`` values "dnnl-…"): numba types it as an integer literal (see
+# ``_typeof_rule``), so each rule compiles to its own loop with the formula folded in, and the
+# bool loops are the code they always were.
+
+
+class Rule(int):
+    """A oneDNN kernel's formula, passed where the comparison flag ``ge`` goes."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"Rule({int(self)}: {_RULE_NAMES.get(int(self), '?')})"
+
+
+#: oneDNN's eltwise ReLU with alpha != 0 (LeakyReLU): ``x * s if x <= 0 else x``; NaN is not
+#: ``<= 0``, so it passes through unchanged (f32 signalling NaNs stay signalling).
+DNNL_ELTWISE = Rule(2)
+#: oneDNN's eltwise ReLU with alpha == 0 (x86 ``maxps(x, +0)``): ``x if x > 0 else +0``;
+#: negatives, -0, -inf and NaN all give +0.
+DNNL_RELU = Rule(3)
+#: oneDNN's reference PReLU (``ref_prelu.cpp``): the forward and ``diff_src`` as ``>``; the
+#: ``diff_slope`` terms are float32 products ``diff_dst * src`` (NaN ``src`` included) and
+#: their sum is the plain IEEE sum (a sum of -0 terms is -0).
+DNNL_REF = Rule(4)
+#: oneDNN's jit PReLU on AVX-512 (``jit_uni_prelu_*_kernel``, Zmm): forward
+#: ``fma(min(0, x), w, max(0, x))``; backward ``diff_src = w*dd`` where ``x <= 0``, ``1*dd``
+#: where ``x > 0``, ``0*dd`` where x is NaN (neither), and ``diff_slope`` terms
+#: ``dd * x`` where ``x <= 0``, else +0 (NaN left out).
+DNNL_JIT = Rule(5)
+#: The same kernels on AVX2 (Ymm): the forward as AVX-512; the backward from 0/1 factors,
+#: ``diff_src = (le*w + gt) * dd`` and terms ``(dd*x) * le`` (``le = x <= 0``, ``gt = x > 0``
+#: as 1.0/0.0), so a NaN ``src`` gives a NaN term and an infinite product times 0 is NaN.
+DNNL_JIT_AVX2 = Rule(6)
+#: On AVX (no FMA): the forward ``min(0, x)*w + max(0, x)`` in two roundings; the backward as
+#: AVX2.
+DNNL_JIT_AVX = Rule(7)
+#: On SSE4.1: the forward as AVX; in the backward ``gt`` is "not ``x <= 0``" (the legacy
+#: ``cmpps`` has no ``>`` predicate), so a NaN ``src`` takes the ``x > 0`` branch.
+DNNL_JIT_SSE41 = Rule(8)
+#: ``DNNL_ELTWISE`` for float16 and bfloat16 data: NaN comes back quiet, as oneDNN's
+#: conversions through float32 leave it (only float32 keeps a signalling NaN unchanged).
+DNNL_ELTWISE_HALF = Rule(9)
+
+_RULE_NAMES = {2: "dnnl eltwise", 3: "dnnl relu", 4: "dnnl ref", 5: "dnnl jit avx512",
+               6: "dnnl jit avx2", 7: "dnnl jit avx", 8: "dnnl jit sse41",
+               9: "dnnl eltwise half"}
+_FMA_FWD = (5, 6)            # forward with one rounding (FMA)
+_VEX_BWD = (6, 7)            # backward from 0/1 factors
+_PRELU_RULES = (4, 5, 6, 7, 8)
+
+
+@typeof_impl.register(Rule)
+def _typeof_rule(val, c):
+    return types.literal(int(val))
+
+
+_NO_RULE = -1
+
+
+def _rule_of(ge):
+    """The rule an argument type stands for: None for the comparison flag (a bool type),
+    ``_NO_RULE`` for a type that is neither (an overload then offers no implementation: numba
+    types the literal it was given, not this)."""
+    if isinstance(ge, types.Boolean):
+        return None
+    if isinstance(ge, types.IntegerLiteral) and ge.literal_value in _RULE_NAMES:
+        return ge.literal_value
+    return _NO_RULE
+
+
 def _keep(v, ge):
-    """Whether the input is kept: ``v > 0``, or ``v >= 0`` with ``ge`` (NaN: never)."""
-    return (v > 0) | (ge & (v == 0))
+    """Whether the input is kept: ``v > 0``, or ``v >= 0`` with ``ge`` (NaN: never).
+
+    The comparison flag only: a :class:`Rule` has its own formulas below.
+    """
 
 
-@njit(inline="always", **NJIT_OPTIONS)
+@overload(_keep, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_keep(v, ge):
+    if _rule_of(ge) is None:
+        return lambda v, ge: (v > 0) | (ge & (v == 0))
+    return None
+
+
+@intrinsic
+def _select(typingctx, cond, a, b):
+    """``a if cond else b`` as one LLVM ``select`` (no branch, no phi: numba 0.68 mis-scopes
+    the phi nodes of several conditional expressions in an inlined helper). ``a`` and ``b``
+    are unified (``np.float32`` constants take a float64 operand's type)."""
+    if not isinstance(cond, types.Boolean):
+        return None
+    rtype = typingctx.unify_pairs(a, b)
+    if not isinstance(rtype, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        c, x, y = args
+        x = context.cast(builder, x, signature.args[1], rtype)
+        y = context.cast(builder, y, signature.args[2], rtype)
+        return builder.select(c, x, y)
+
+    return rtype(cond, a, b), codegen
+
+
 def _lrelu(v, s, ge):
-    """The forward rule on compute-type values: ``v`` where kept, else ``v * s``."""
-    return v if _keep(v, ge) else v * s
+    """The forward rule on compute-type values: ``v`` where kept, else ``v * s`` (or a Rule's
+    formula)."""
 
 
-@njit(inline="always", **NJIT_OPTIONS)
+@overload(_lrelu, inline="always", prefer_literal=True, jit_options=NJIT_OPTIONS)
+def _ol_lrelu(v, s, ge):
+    rule = _rule_of(ge)
+    if rule is None:
+        return lambda v, s, ge: _select(_keep(v, ge), v, v * s)
+    if rule == DNNL_REF:  # (NaN v: its own payload, quieted, whatever the slope)
+        return lambda v, s, ge: _select(v > 0, v, _select(v != v, v + v, v * s))
+    if rule == DNNL_ELTWISE:
+        return lambda v, s, ge: _select(v <= 0, v * s, v)
+    if rule == DNNL_ELTWISE_HALF:
+        return lambda v, s, ge: _select(v <= 0, v * s, _select(v != v, v + v, v))
+    if rule == DNNL_RELU:
+        return lambda v, s, ge: _select(v > 0, v, np.float32(0.0))
+    if rule in _FMA_FWD:
+        return _minmax_fused
+    if rule in (DNNL_JIT_AVX, DNNL_JIT_SSE41):
+        return _minmax_two_roundings
+    return None
+
+
+def _minmax_fused(v, s, ge):
+    """``fma(min(0, v), s, max(0, v))`` (one rounding), case by case without an FMA:
+    ``v < 0``: ``v*s`` plus a zero that only matters where the product is zero, +0 for a zero
+    slope (an exact zero product) and -0 otherwise (keeping an underflowed product's sign);
+    ``v > 0``: ``v + 0*s`` (NaN for an infinite or NaN slope); ``v`` zero: ``v*s + v``; NaN
+    ``v``: itself, quieted (the kernels' operand order makes its payload win). Written with
+    selects between computed values only: LLVM rewrites ``0 < v ? 0 : v`` on float16 data
+    into ``v >= 0 ? 0 : v``, which differs at ``v = -0``."""
+    z = _select(s == 0, np.float32(0.0), np.float32(-0.0))
+    r = _select(v < 0, v * s + z, _select(v > 0, v + np.float32(0.0) * s, v * s + v))
+    return _select(v != v, v + v, r)
+
+
+def _minmax_two_roundings(v, s, ge):
+    """``min(0, v)*s + max(0, v)`` in two roundings (AVX and SSE4.1 have no FMA): as
+    ``_minmax_fused`` with +0 added to every negative ``v``'s product."""
+    r = _select(v < 0, v * s + np.float32(0.0),
+                _select(v > 0, v + np.float32(0.0) * s, v * s + v))
+    return _select(v != v, v + v, r)
+
+
 def _lrelu_grad(gv, tv, s, ge):
-    """The backward rule on compute-type values: ``gv`` where ``tv`` is kept, else ``gv * s``."""
-    return gv if _keep(tv, ge) else gv * s
+    """The backward rule on compute-type values: ``gv`` where ``tv`` is kept, else ``gv * s``
+    (or a Rule's formula)."""
+
+
+@overload(_lrelu_grad, inline="always", prefer_literal=True, jit_options=NJIT_OPTIONS)
+def _ol_lrelu_grad(gv, tv, s, ge):
+    rule = _rule_of(ge)
+    if rule is None:
+        return lambda gv, tv, s, ge: _select(_keep(tv, ge), gv, gv * s)
+    if rule == DNNL_REF:
+        return lambda gv, tv, s, ge: _select(tv > 0, gv, gv * s)
+    if rule == DNNL_JIT:  # masked moves: w where x <= 0, 1 where x > 0, 0 where x is NaN
+        return lambda gv, tv, s, ge: _select(
+            tv <= 0, s, _select(tv > 0, np.float32(1.0), np.float32(0.0))) * gv
+    if rule in _VEX_BWD:  # factors le*w + gt, le and gt 1.0 or 0.0
+        return lambda gv, tv, s, ge: (_select(tv <= 0, np.float32(1.0), np.float32(0.0)) * s
+                                      + _select(tv > 0, np.float32(1.0), np.float32(0.0))) * gv
+    if rule == DNNL_JIT_SSE41:  # gt is "not <=": NaN counts as > 0
+        return lambda gv, tv, s, ge: (_select(tv <= 0, np.float32(1.0), np.float32(0.0)) * s
+                                      + _select(tv <= 0, np.float32(0.0), np.float32(1.0))) * gv
+    return None
+
+
+def _term32(xv, gv, ge):
+    """A oneDNN rule's weight-gradient term: the float32 product ``gv * xv`` where the kernel
+    counts the element (float32 values in, a float32 out)."""
+
+
+@overload(_term32, inline="always", prefer_literal=True, jit_options=NJIT_OPTIONS)
+def _ol_term32(xv, gv, ge):
+    rule = _rule_of(ge)
+    if rule == DNNL_REF:
+        return lambda xv, gv, ge: _select(xv > 0, np.float32(0.0), gv * xv)
+    if rule == DNNL_JIT:
+        return lambda xv, gv, ge: _select(xv <= 0, gv * xv, np.float32(0.0))
+    if rule in (DNNL_JIT_AVX2, DNNL_JIT_AVX, DNNL_JIT_SSE41):
+        return lambda xv, gv, ge: (gv * xv) * _select(xv <= 0, np.float32(1.0), np.float32(0.0))
+    return None
+
+
+def _sum_start(ge):
+    """The value a weight-gradient sum starts from: +0 for the comparison flag; -0 for a
+    oneDNN rule, whose sums are plain IEEE sums of their terms (-0 when every term is -0)."""
+
+
+@overload(_sum_start, inline="always", prefer_literal=True, jit_options=NJIT_OPTIONS)
+def _ol_sum_start(ge):
+    if _rule_of(ge) == _NO_RULE:
+        return None
+    if _rule_of(ge) is None:
+        return lambda ge: 0.0
+    return lambda ge: -0.0
+
+
+def _start_partials(partials, ge):
+    """Set the sums of (acc, comp) pairs to their start (``_sum_start``); acc rows only."""
+
+
+@overload(_start_partials, inline="always", prefer_literal=True, jit_options=NJIT_OPTIONS)
+def _ol_start_partials(partials, ge):
+    if _rule_of(ge) == _NO_RULE:
+        return None
+    if _rule_of(ge) is None:
+        return lambda partials, ge: None
+
+    def start(partials, ge):
+        for p in range(partials.shape[0]):
+            for m in range(partials.shape[2]):
+                partials[p, 0, m] = -0.0
+    return start
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -465,11 +680,18 @@ def _kahan_add(s, c, t):
     return u, d if abs(u) < np.inf else 0.0
 
 
-@njit(inline="always", **NJIT_OPTIONS)
 def _prelu_term(x64, g64, ge):
     """The weight-gradient term of one element in float64 (exact for the float32 and half
-    kinds): 0 where x is kept, else x * g."""
-    return 0.0 if _keep(x64, ge) else x64 * g64
+    kinds): 0 where x is kept, else x * g; a oneDNN rule's float32 product (``_term32``)."""
+
+
+@overload(_prelu_term, inline="always", prefer_literal=True, jit_options=NJIT_OPTIONS)
+def _ol_prelu_term(x64, g64, ge):
+    if _rule_of(ge) == _NO_RULE:
+        return None
+    if _rule_of(ge) is None:
+        return lambda x64, g64, ge: _select(_keep(x64, ge), 0.0, x64 * g64)
+    return lambda x64, g64, ge: np.float64(_term32(np.float32(x64), np.float32(g64), ge))
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -493,7 +715,7 @@ def _prelu_bwd_step(g, x, gi, s, k, ge):
 
 @_jit(fastmath=REDUCE_FASTMATH)
 def _prelu_bwd_terms_sum(g, x, ge):
-    part = 0.0
+    part = _sum_start(ge)
     for k in range(x.shape[0]):  # from 0: lets LLVM drop negative-index wraparound
         term = _prelu_bwd_term(g, x, k, ge)
         part += term
@@ -505,7 +727,7 @@ def _prelu_bwd_row_reduce_blocks(g, x, gi, s, ge):
     # two passes over each stretch of _BLOCK elements while it is in L1: grad_input (the
     # leaky_relu backward loop, full-width vectors), then the float64 sum of the terms
     n = x.shape[0]
-    total, comp = 0.0, 0.0
+    total, comp = _sum_start(ge), 0.0
     for start in range(0, n, _BLOCK):
         stop = min(start + _BLOCK, n)
         lrelu_bwd_row(g[start:stop], x[start:stop], gi[start:stop], s, ge)
@@ -537,14 +759,15 @@ def _prelu_bwd_row_reduce_lanes(g, x, gi, s, ge):
     # compensated at the end. The order is written out here, not left to the vectoriser,
     # so the bits do not depend on the CPU's vector width.
     n = x.shape[0]
+    z = _sum_start(ge)
     zero = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    sums, comps = zero, zero
+    sums, comps = (z, z, z, z, z, z, z, z), zero
     for start in range(0, n, _BLOCK):
         stop = min(start + _BLOCK, n)
         lrelu_bwd_row(g[start:stop], x[start:stop], gi[start:stop], s, ge)
         for k in range(start, stop - _LANES + 1, _LANES):
             sums, comps = _kahan_lanes(sums, comps, g, x, k, ge)
-    total, comp = 0.0, 0.0
+    total, comp = z, 0.0
     for k in range(n - n % _LANES, n):  # the tail, in order
         total, comp = _kahan_add(total, comp, _prelu_bwd_term(g, x, k, ge))
     for lane in range(_LANES):
@@ -599,10 +822,11 @@ def prelu_bwd_nd(g, x, gi, w, acc, comp, woff, ws0, ws1, ws2, ge):
 
 
 @_jit
-def combine_partials(partials, out):
-    """``out[j] = sum_i (partials[i, 0, j] - partials[i, 1, j])``, compensated, i = 0, 1, …"""
+def combine_partials(partials, out, ge):
+    """``out[j] = sum_i (partials[i, 0, j] - partials[i, 1, j])``, compensated, i = 0, 1, …
+    (from ``_sum_start(ge)``)."""
     for j in range(out.shape[0]):
-        total, comp = 0.0, 0.0
+        total, comp = _sum_start(ge), 0.0
         for i in range(partials.shape[0]):
             hi, lo = partials[i, 0, j], -partials[i, 1, j]
             total, comp = _kahan_add(total, comp, hi)
@@ -809,30 +1033,39 @@ def _term_of(xs, gs, xv, gv, ge):
 
 @overload(_term_of, inline="always", jit_options=NJIT_OPTIONS)
 def _ol_term_of(xs, gs, xv, gv, ge):
+    if _rule_of(ge) == _NO_RULE:
+        return None
     if xs == types.uint16:  # float16: a product of two halves is exact in float32
+        if _rule_of(ge) is not None:
+            return lambda xs, gs, xv, gv, ge: _term32(xv, gv, ge)
         return lambda xs, gs, xv, gv, ge: np.float32(0.0) if _keep(xv, ge) else xv * gv
     return lambda xs, gs, xv, gv, ge: _prelu_term(_load64(xs), _load64(gs), ge)
 
 
-def _sum_zero(xs):
+def _sum_zero(xs, ge):
     """The zero a sum of ``_term_of`` terms of kind ``xs`` starts from: float32 for float16
     (exact products; a stretch of at most 2,048 summed in full-width vectors then added
     compensated in float64: far below float16's precision, and float32 cannot overflow
     there), float64 otherwise (float32 and bfloat16 products need float64 to be exact)."""
 
 
-@overload(_sum_zero, inline="always", jit_options=NJIT_OPTIONS)
-def _ol_sum_zero(xs):
+@overload(_sum_zero, inline="always", prefer_literal=True, jit_options=NJIT_OPTIONS)
+def _ol_sum_zero(xs, ge):
+    if _rule_of(ge) == _NO_RULE:
+        return None
+    signed = _rule_of(ge) is not None  # -0 for a oneDNN rule (see _sum_start)
     if xs.dtype == types.uint16:
-        return lambda xs: np.float32(0.0)
-    return lambda xs: 0.0
+        if signed:
+            return lambda xs, ge: np.float32(-0.0)
+        return lambda xs, ge: np.float32(0.0)
+    return lambda xs, ge: _sum_start(ge)
 
 
 @_jit(fastmath=REDUCE_FASTMATH)
 def _prelu_terms_sum_c(g, x, i, j, k0, k1, ge):
     """Sum of the terms of row (i, j), elements k0:k1 (float32 and half kinds: exact terms,
     summed in an order the vectoriser picks)."""
-    part = _sum_zero(x)
+    part = _sum_zero(x, ge)
     for k in range(np.uint64(k0), np.uint64(k1)):
         xs = x[i, j, k]
         gs = g[i, j, k]
@@ -845,13 +1078,14 @@ def _prelu_terms_sum_c(g, x, i, j, k0, k1, ge):
 def _prelu_terms_kahan_c(g, x, i, j, k0, k1, ge):
     """The same for float64 data, whose terms are rounded: eight compensated lanes in a
     written-out order (element k in lane (k - k0) % 8), returned as a (sum, comp) pair."""
+    z = _sum_start(ge)
     zero = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    sums, comps = zero, zero
+    sums, comps = (z, z, z, z, z, z, z, z), zero
     k = k0
     while k + _LANES <= k1:
         sums, comps = _kahan_lanes3(sums, comps, g, x, i, j, k, ge)
         k += _LANES
-    total, comp = 0.0, 0.0
+    total, comp = z, 0.0
     for kk in range(k, k1):  # the tail, in order
         total, comp = _kahan_add(total, comp, _prelu_term(_load64(x[i, j, kk]), _load64(g[i, j, kk]), ge))
     for lane in range(_LANES):
@@ -880,7 +1114,7 @@ def _kahan_lanes3(sums, comps, g, x, i, j, k, ge):
 def _prelu_bwd_row_fused(g, x, gi, i, j, k0, k1, s, ge):
     """Write ``gi`` over row (i, j), elements k0:k1, and return the sum of their terms, in one
     loop (float32 and half kinds: exact terms, summed in an order the vectoriser picks)."""
-    part = _sum_zero(x)
+    part = _sum_zero(x, ge)
     for k in range(np.uint64(k0), np.uint64(k1)):
         xs = x[i, j, k]
         gs = g[i, j, k]
@@ -939,7 +1173,7 @@ def prelu_bwd_c(g, x, gi, w, acc, comp, per_k, ge, axis, lo, hi):
                     acc[k], comp[k] = _kahan_add(a, c, term)
                 continue
             s = _load(w[j], gi)
-            total, tcomp = 0.0, 0.0
+            total, tcomp = _sum_start(ge), 0.0
             fused = _fused(gi, n2)
             for start in range(0, n2, _BLOCK):  # stretches that stay in L1
                 stop = min(start + _BLOCK, n2)
@@ -988,21 +1222,23 @@ def prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge):
     weight gradient in ``acc`` (the threaded twin below gives the same bits)."""
     axis, parts, shared = _prelu_bwd_c_plan(x.shape, w.shape[0], per_k, 1)
     partials = np.zeros((1 if shared else parts, 2, w.shape[0]))
+    _start_partials(partials, ge)
     n = x.shape[axis]
     for u in range(parts):
         lo, hi = _part(n, parts, u)
         p = partials[0] if shared else partials[u]
         prelu_bwd_c(g, x, gi, w, p[0], p[1], per_k, ge, axis, lo, hi)
-    combine_partials(partials, acc)
+    combine_partials(partials, acc, ge)
 
 
 @_jit(parallel=True)
 def prelu_bwd_c_run_par(g, x, gi, w, acc, per_k, ge, nthreads):
     axis, parts, shared = _prelu_bwd_c_plan(x.shape, w.shape[0], per_k, nthreads)
     partials = np.zeros((1 if shared else parts, 2, w.shape[0]))
+    _start_partials(partials, ge)
     n = x.shape[axis]
     for u in prange(parts):
         lo, hi = _part(n, parts, u)
         p = partials[0] if shared else partials[u]
         prelu_bwd_c(g, x, gi, w, p[0], p[1], per_k, ge, axis, lo, hi)
-    combine_partials(partials, acc)
+    combine_partials(partials, acc, ge)
