@@ -1,8 +1,9 @@
-"""Naive, obviously-correct references and comparison helpers shared by the tests
-(and two small helpers about the test machine and PyTorch tensors).
+"""Helpers shared by the tests: random values with the special ones mixed in, bitwise
+comparison, conversions to and from PyTorch tensors, the test machine's free memory.
 
-The NumPy references compute exactly what SPEC §2 says: half types widened to float32,
-the slope rounded to float32 (float64 for float64), one rounding back to the storage type.
+The naive NumPy references are the package's (:mod:`leakyops._reference`, which the demo
+and the operator table use too); ``ref_*`` below call them with the signatures the tests
+were written with (a ``ge`` flag, a weight already shaped to broadcast against ``x``).
 """
 
 from __future__ import annotations
@@ -10,13 +11,11 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from leakyops import _reference as reference
+
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float16), BF16, np.dtype(np.float32), np.dtype(np.float64)]
 DTYPE_IDS = ["f16", "bf16", "f32", "f64"]
-
-
-def compute_dtype(dtype):
-    return np.dtype(np.float64) if np.dtype(dtype) == np.float64 else np.dtype(np.float32)
 
 
 def special_values(dtype) -> np.ndarray:
@@ -41,54 +40,34 @@ def random_values(rng, shape, dtype, special_share=0.1) -> np.ndarray:
     return a
 
 
+# ---- the references: leakyops._reference, in the signatures the tests were written with ----
+
+
+def _compare(ge: bool) -> str:
+    return ">=" if ge else ">"
+
+
 def ref_leaky_relu(x, s, ge=False):
-    x = np.asarray(x)
-    c = compute_dtype(x.dtype)
-    xc = x.astype(c)
-    keep = xc >= 0 if ge else xc > 0
-    with np.errstate(all="ignore"):
-        sc = c.type(s)
-        return np.where(keep, xc, xc * sc).astype(x.dtype)
-
-
-def promote(a, b):
-    a, b = np.dtype(a), np.dtype(b)
-    if a == b:
-        return a
-    if np.dtype(np.float64) in (a, b):
-        return np.dtype(np.float64)
-    return np.dtype(np.float32)
+    """``ge``: keep ``x >= 0`` (Ascend C) instead of ``x > 0``."""
+    return reference.leaky_relu(x, s, compare=_compare(ge))
 
 
 def ref_leaky_relu_backward(g, x, s, ge=False):
-    g, x = np.asarray(g), np.asarray(x)
-    r = promote(g.dtype, x.dtype)
-    c = compute_dtype(r)
-    gc, xc = g.astype(c), x.astype(c)
-    keep = xc >= 0 if ge else xc > 0
-    with np.errstate(all="ignore"):
-        return np.where(keep, gc, gc * c.type(float(s))).astype(r)
+    return reference.leaky_relu_backward(g, x, s, compare=_compare(ge))
 
 
 def ref_prelu(x, wb, ge=False):
-    """``wb``: the weight already broadcast to x's shape."""
-    c = compute_dtype(x.dtype)
-    xc, wc = x.astype(c), np.broadcast_to(wb, x.shape).astype(c)
-    keep = xc >= 0 if ge else xc > 0
-    with np.errstate(all="ignore"):
-        return np.where(keep, xc, wc * xc).astype(x.dtype)
+    """``wb``: the weight in a shape that broadcasts to x's by NumPy's rule (e.g. ``w.reshape(1, C, 1)``)."""
+    x = np.asarray(x)
+    return reference.prelu(x, np.broadcast_to(wb, x.shape), axis=-1, compare=_compare(ge))
 
 
-def ref_prelu_backward(g, x, wb, reduce_to, ge=False):
-    """grad_input bitwise, grad_weight in float64 (math.fsum-accurate is not needed here)."""
-    c = compute_dtype(x.dtype)
-    g = np.broadcast_to(g, x.shape)
-    gc, xc, wc = g.astype(c), x.astype(c), np.broadcast_to(wb, x.shape).astype(c)
-    keep = xc >= 0 if ge else xc > 0
-    with np.errstate(all="ignore"):
-        gi = np.where(keep, gc, wc * gc).astype(x.dtype)
-        terms = np.where(keep, 0.0, x.astype(np.float64) * g.astype(np.float64))
-    return gi, terms
+def ref_prelu_backward(g, x, wb, reduce_to=None, ge=False):
+    """``(grad_input, terms)``: ``grad_input`` bitwise, and each element's float64 term of
+    ``grad_weight`` (the test sums them over the axes it needs). ``reduce_to`` is not used."""
+    x = np.asarray(x)
+    grad_input, _ = reference.prelu_backward(g, x, np.broadcast_to(wb, x.shape), axis=-1, compare=_compare(ge))
+    return grad_input, reference.grad_weight_terms(g, x, compare=_compare(ge))
 
 
 def bits(a: np.ndarray) -> np.ndarray:

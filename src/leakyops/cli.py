@@ -17,8 +17,8 @@ This module only translates command lines and files into calls of :mod:`leakyops
 of a front-end's public API, for ``--semantics onednn``); the arithmetic of the operators is
 done there. Files and progress are :mod:`leakyops._cli_io`, the operators under each
 semantics and the generated data :mod:`leakyops._cli_ops`, the standards
-:mod:`leakyops._verify`. The naive references of ``demo`` are checks, not the library's
-implementation.
+:mod:`leakyops._verify`. ``demo`` checks the core against the naive references of
+:mod:`leakyops._reference` (the tests' references too).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from leakyops import _reference as reference
 from leakyops._cli_io import BF16, BF16_NPY, CLIError, Progress, ReportFile, np_dtype
 from leakyops._cli_ops import (
     OP_INPUTS,
@@ -713,68 +714,6 @@ def cmd_bench(args) -> int:
 # --------------------------------------------------------------------------- demo
 
 
-def _promote(a: np.dtype, b: np.dtype) -> np.dtype:
-    """The promotion rule of leaky_relu_backward (spelled out, for the check)."""
-    na, nb = _dname(a), _dname(b)
-    if na == nb:
-        return a
-    if "float64" in (na, nb):
-        return np.dtype(np.float64)
-    return np.dtype(np.float32)
-
-
-def _compute_dtype(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.float64) if _dname(dtype) == "float64" else np.dtype(np.float32)
-
-
-def _ref_leaky_relu(x: np.ndarray, slope: float) -> np.ndarray:
-    """Naive reference: widen halves to float32, select with x > 0, round once."""
-    ct = _compute_dtype(x.dtype)
-    xw = x.astype(ct)
-    with np.errstate(all="ignore"):
-        y = np.where(xw > 0, xw, xw * ct.type(slope))
-        return y.astype(x.dtype)
-
-
-def _ref_leaky_relu_backward(g: np.ndarray, t: np.ndarray, slope: float) -> np.ndarray:
-    rt = _promote(g.dtype, t.dtype)
-    ct = _compute_dtype(rt)
-    gw, tw = g.astype(ct), t.astype(ct)
-    with np.errstate(all="ignore"):
-        y = np.where(tw > 0, gw, gw * ct.type(slope))
-        return y.astype(rt)
-
-
-def _weight_view(w: np.ndarray, ndim: int, axis: int) -> np.ndarray:
-    if w.size == 1:
-        return w.reshape(())
-    shape = [1] * ndim
-    shape[axis % ndim] = w.size
-    return w.reshape(shape)
-
-
-def _ref_prelu(x: np.ndarray, w: np.ndarray, axis: int) -> np.ndarray:
-    ct = _compute_dtype(x.dtype)
-    xw, ww = x.astype(ct), _weight_view(w, x.ndim, axis).astype(ct)
-    with np.errstate(all="ignore"):
-        y = np.where(xw > 0, xw, ww * xw)
-        return y.astype(x.dtype)
-
-
-def _ref_prelu_backward(g: np.ndarray, x: np.ndarray, w: np.ndarray, axis: int):
-    ct = _compute_dtype(x.dtype)
-    gw_, xw, ww = g.astype(ct), x.astype(ct), _weight_view(w, x.ndim, axis).astype(ct)
-    with np.errstate(all="ignore"):
-        gi = np.where(xw > 0, gw_, ww * gw_).astype(x.dtype)
-        contrib = np.where(x.astype(np.float64) > 0, 0.0, x.astype(np.float64) * g.astype(np.float64))
-        if w.size == 1:
-            acc = contrib.sum()
-        else:
-            ax = axis % x.ndim
-            acc = contrib.sum(axis=tuple(i for i in range(x.ndim) if i != ax))
-        return gi, np.asarray(acc, dtype=np.float64).astype(x.dtype).reshape(w.shape)
-
-
 class _Checks:
     def __init__(self):
         self.results = []
@@ -876,35 +815,35 @@ def _demo_random_dtype(checks: _Checks, core, dname: str) -> None:
 
     c("leaky_relu", lambda: checks.compare(
         f"leaky_relu            {tag} (3, 257), slope 0.01",
-        core.leaky_relu_impl(x, 0.01), _ref_leaky_relu(x, 0.01)))
+        core.leaky_relu_impl(x, 0.01), reference.leaky_relu(x, 0.01)))
     c("leaky_relu strided", lambda: checks.compare(
         f"leaky_relu            {tag} strided view [:, ::-3], slope -1.5",
-        core.leaky_relu_impl(x[:, ::-3], -1.5), _ref_leaky_relu(x[:, ::-3], -1.5)))
+        core.leaky_relu_impl(x[:, ::-3], -1.5), reference.leaky_relu(x[:, ::-3], -1.5)))
 
     def inplace():
         buf = x.copy()
         r = core.leaky_relu_impl(buf, 0.2, out=buf)
-        checks.compare(f"leaky_relu_           {tag} in place, slope 0.2", buf, _ref_leaky_relu(x, 0.2))
+        checks.compare(f"leaky_relu_           {tag} in place, slope 0.2", buf, reference.leaky_relu(x, 0.2))
         if r is not None and np.asarray(r).ctypes.data != buf.ctypes.data:
             checks.add(f"leaky_relu_           {tag} returns its out", False, "result is not the out array")
 
     c("leaky_relu_", inplace)
     c("leaky_relu_backward", lambda: checks.compare(
         f"leaky_relu_backward   {tag} (3, 257), slope 0.01",
-        core.leaky_relu_backward_impl(g, x, 0.01), _ref_leaky_relu_backward(g, x, 0.01)))
+        core.leaky_relu_backward_impl(g, x, 0.01), reference.leaky_relu_backward(g, x, 0.01)))
     c("leaky_relu_backward b", lambda: checks.compare(
         f"leaky_relu_backward   {tag} grad (3, 1) broadcast, self_is_result, slope 0.5",
-        core.leaky_relu_backward_impl(g[:, :1], x, 0.5, True), _ref_leaky_relu_backward(g[:, :1], x, 0.5)))
+        core.leaky_relu_backward_impl(g[:, :1], x, 0.5, True), reference.leaky_relu_backward(g[:, :1], x, 0.5)))
     c("prelu", lambda: checks.compare(
         f"prelu                 {tag} NCHW (2, 3, 5, 7), 3 channels",
-        core.prelu_impl(x4, w3, 1), _ref_prelu(x4, w3, 1)))
+        core.prelu_impl(x4, w3, 1), reference.prelu(x4, w3, 1)))
     c("prelu channels-last", lambda: checks.compare(
         f"prelu                 {tag} channels-last axis=-1, 7 channels",
-        core.prelu_impl(x4, w7, -1), _ref_prelu(x4, w7, -1)))
+        core.prelu_impl(x4, w7, -1), reference.prelu(x4, w7, -1)))
 
     def pb(weight, axis, label):
         gi, gw = core.prelu_backward_impl(g4, x4, weight, axis)
-        rgi, rgw = _ref_prelu_backward(g4, x4, weight, axis)
+        rgi, rgw = reference.prelu_backward(g4, x4, weight, axis)
         checks.compare(f"prelu_backward        {tag} {label} grad_input", gi, rgi)
         checks.compare(f"prelu_backward        {tag} {label} grad_weight", gw, rgw, "relative-error")
 
@@ -934,17 +873,17 @@ def _demo_special_dtype(checks: _Checks, core, dname: str) -> None:
 
         for slope in (0.01, 0.0, -2.0, 3.0):
             cases = [
-                ("leaky_relu", core.leaky_relu_impl(x, slope), _ref_leaky_relu(x, slope)),
+                ("leaky_relu", core.leaky_relu_impl(x, slope), reference.leaky_relu(x, slope)),
                 ("leaky_relu_backward", core.leaky_relu_backward_impl(g, x, slope),
-                 _ref_leaky_relu_backward(g, x, slope)),
+                 reference.leaky_relu_backward(g, x, slope)),
             ]
             w = np.array([slope], dtype=dt)
-            cases.append(("prelu", core.prelu_impl(x, w, 0), _ref_prelu(x, w, 0)))
+            cases.append(("prelu", core.prelu_impl(x, w, 0), reference.prelu(x, w, 0)))
             gi, _ = core.prelu_backward_impl(g, x, w, 0)
-            cases.append(("prelu_backward grad_input", gi, _ref_prelu_backward(g, x, w, 0)[0]))
+            cases.append(("prelu_backward grad_input", gi, reference.prelu_backward(g, x, w, 0)[0]))
             buf = x.copy()
             core.leaky_relu_impl(buf, slope, out=buf)
-            cases.append(("leaky_relu_", buf, _ref_leaky_relu(x, slope)))
+            cases.append(("leaky_relu_", buf, reference.leaky_relu(x, slope)))
             for name, got, want in cases:
                 got = np.asarray(got)
                 if got.dtype != want.dtype or got.shape != want.shape:
