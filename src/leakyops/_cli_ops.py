@@ -24,27 +24,9 @@ import math
 import numpy as np
 
 from leakyops._cli_io import CHUNK, CLIError, np_dtype
+from leakyops._operators import OPERATORS
+from leakyops._reference import place_weight
 from leakyops._verify import dtype_name
-
-OPS = ("leaky_relu", "leaky_relu_", "leaky_relu_backward", "prelu", "prelu_backward")
-
-#: inputs and outputs of each operator, in the order of the function's arguments/results
-OP_INPUTS = {
-    "leaky_relu": ("x",),
-    "leaky_relu_": ("x",),
-    "leaky_relu_backward": ("grad_output", "x"),
-    "prelu": ("x", "weight"),
-    "prelu_backward": ("grad_output", "x", "weight"),
-}
-OP_OUTPUTS = {
-    "leaky_relu": ("y",),
-    "leaky_relu_": ("y",),
-    "leaky_relu_backward": ("grad_input",),
-    "prelu": ("y",),
-    "prelu_backward": ("grad_input", "grad_weight"),
-}
-SLOPE_OPS = ("leaky_relu", "leaky_relu_", "leaky_relu_backward")
-PRELU_OPS = ("prelu", "prelu_backward")
 
 SEMANTICS = ("pytorch", "aclnn", "ascendc", "onednn")
 
@@ -56,11 +38,13 @@ SEMANTICS_RULES = {
     "onednn": "run as a oneDNN Graph op through leakyops.onednn (graph, compile, execute)",
 }
 
-
-def _core():
-    from leakyops import _core as core
-
-    return core
+#: the core's options for each semantics but onednn (``slope_dtype`` applies to operators
+#: with a slope only)
+_CORE_OPTIONS = {
+    "pytorch": {},
+    "aclnn": {"slope_dtype": np.float32},
+    "ascendc": {"compare": ">=", "slope_dtype": "storage"},
+}
 
 
 def _first_line(exc) -> str:
@@ -73,7 +57,8 @@ def _first_line(exc) -> str:
 
 def check_semantics(op: str, semantics: str, dtype_name_: str, params: dict, ndim: int) -> None:
     """Reject a combination the chosen vendor API cannot express (one line, exit 2)."""
-    if semantics == "aclnn" and op in PRELU_OPS and ndim >= 2 and params.get("axis", 1) not in (1, 1 - ndim):
+    per_channel = "weight" in OPERATORS[op].inputs
+    if semantics == "aclnn" and per_channel and ndim >= 2 and params.get("axis", 1) not in (1, 1 - ndim):
         raise CLIError(f"--semantics aclnn: aclnnPrelu/aclnnPreluBackward take the channel at dim 1;"
                        f" --axis {params['axis']} has no aclnn form")
     if semantics == "onednn":
@@ -82,7 +67,7 @@ def check_semantics(op: str, semantics: str, dtype_name_: str, params: dict, ndi
                            " (its ops here are LeakyReLU, PReLU and PReLUBackward)")
         if dtype_name_ == "float64":
             raise CLIError("--semantics onednn: oneDNN Graph has no float64 (f32, bf16 and f16 only)")
-        if op in PRELU_OPS and ndim >= 2:
+        if per_channel and ndim >= 2:
             ax = params.get("axis", 1)
             if ax not in (1, -1, ndim - 1, 1 - ndim):
                 raise CLIError(f"--semantics onednn: oneDNN's PReLU has the channel at dim 1 (NCX) or last"
@@ -100,35 +85,11 @@ def run_op(op: str, arrays: dict, params: dict, semantics: str = "pytorch") -> t
 
 
 def _run_core(op: str, arrays: dict, params: dict, semantics: str) -> dict:
-    core = _core()
-    opts: dict = {}
-    slope_opts: dict = {}
-    if semantics == "aclnn":
-        slope_opts = {"slope_dtype": np.float32}
-    elif semantics == "ascendc":
-        opts = {"compare": ">="}
-        slope_opts = {"slope_dtype": "storage"}
-    if op == "leaky_relu":
-        return {"y": core.leaky_relu_impl(arrays["x"], params["slope"], fname="leaky_relu", **opts, **slope_opts)}
-    if op == "leaky_relu_":
-        x = np.array(arrays["x"], copy=True)
-        core.leaky_relu_impl(x, params["slope"], out=x, fname="leaky_relu_", **opts, **slope_opts)
-        return {"y": x}
-    if op == "leaky_relu_backward":
-        gi = core.leaky_relu_backward_impl(
-            arrays["grad_output"], arrays["x"], params["slope"], params.get("self_is_result", False),
-            fname="leaky_relu_backward", **opts, **slope_opts,
-        )
-        return {"grad_input": gi}
-    if op == "prelu":
-        return {"y": core.prelu_impl(arrays["x"], arrays["weight"], params.get("axis", 1), fname="prelu", **opts)}
-    if op == "prelu_backward":
-        gi, gw = core.prelu_backward_impl(
-            arrays["grad_output"], arrays["x"], arrays["weight"], params.get("axis", 1),
-            fname="prelu_backward", **opts,
-        )
-        return {"grad_input": gi, "grad_weight": gw}
-    raise CLIError(f"unknown operator {op!r}")  # pragma: no cover - argparse checks choices
+    spec = OPERATORS[op]
+    options = {k: v for k, v in _CORE_OPTIONS[semantics].items() if k != "slope_dtype" or "slope" in spec.params}
+    if spec.in_place:  # on a copy: the inputs are written to the golden directory afterwards
+        arrays = {**arrays, "x": np.array(arrays["x"], copy=True)}
+    return spec.call(arrays, params, **options)
 
 
 def _prelu_layout(x: np.ndarray, w: np.ndarray, axis: int) -> tuple[str, bool]:
@@ -147,11 +108,12 @@ def _run_onednn(op: str, arrays: dict, params: dict) -> tuple[dict, dict]:
 
     x = np.ascontiguousarray(arrays["x"])
     check_semantics(op, "onednn", dtype_name(x.dtype), params, x.ndim)
+    spec = OPERATORS[op]
     try:
         dt = dg.data_type_of(x.dtype)
         eng = dg.Engine(dg.EngineKind.cpu, 0)
         strm = dg.Stream(eng)
-        if op in ("leaky_relu", "leaky_relu_"):
+        if "slope" in spec.params:  # LeakyReLU (check_semantics has refused the backward)
             src = dg.LogicalTensor(0, dt, x.shape)
             dst = dg.LogicalTensor(1, dt, x.shape)
             node = dg.Op(0, dg.OpKind.LeakyReLU, op, [src], [dst])
@@ -159,9 +121,8 @@ def _run_onednn(op: str, arrays: dict, params: dict) -> tuple[dict, dict]:
             ins, outs = [src], [dst]
             buf = np.array(x, copy=True)
             in_data = [buf]
-            out_data = [buf if op == "leaky_relu_" else np.empty_like(x)]  # in place: one buffer
-            notes = {"op": "LeakyReLU", "alpha": float(np.float32(params["slope"])),
-                     "in_place": op == "leaky_relu_"}
+            out_data = [buf if spec.in_place else np.empty_like(x)]  # in place: one buffer
+            notes = {"op": "LeakyReLU", "alpha": float(np.float32(params["slope"])), "in_place": spec.in_place}
         else:
             w = np.ascontiguousarray(arrays["weight"])
             fmt, pcb = _prelu_layout(x, w, params.get("axis", 1))
@@ -196,7 +157,7 @@ def _run_onednn(op: str, arrays: dict, params: dict) -> tuple[dict, dict]:
     except dg.Error as exc:
         raise CLIError(f"--semantics onednn: {_first_line(exc)}") from None
     results = [t.to_numpy() for t in tout]
-    return dict(zip(OP_OUTPUTS[op], results)), {"onednn": notes}
+    return dict(zip(spec.outputs, results)), {"onednn": notes}
 
 
 # --------------------------------------------------------------------------- generated data
@@ -251,27 +212,13 @@ def random_tensor(rng, shape, dtype: np.dtype, values: str, progress=None) -> np
 def weight_index(x_shape: tuple, w_shape: tuple, axis: int) -> np.ndarray | None:
     """For each element of ``x``, the flat index of the weight element (channel) it uses.
 
-    The core's weight rules: one element is shared; a 1-D weight runs along ``axis``; a weight
-    of rank >= 2 broadcasts right-aligned. ``None`` when the shapes do not fit (the core then
-    reports the error).
+    ``None`` when the shapes do not fit PReLU's weight rules (the core then reports the error).
     """
-    size = math.prod(w_shape)
-    if size == 1:
-        return np.zeros(x_shape, np.intp)
-    idx = np.arange(size, dtype=np.intp).reshape(w_shape)
     try:
-        if len(w_shape) == 1:
-            if not x_shape:
-                return None
-            ax = axis % len(x_shape) if -len(x_shape) <= axis < len(x_shape) else None
-            if ax is None or x_shape[ax] != size:
-                return None
-            view = [1] * len(x_shape)
-            view[ax] = size
-            idx = idx.reshape(view)
-        return np.broadcast_to(idx, x_shape)
+        placed = place_weight(np.arange(math.prod(w_shape), dtype=np.intp).reshape(w_shape), x_shape, axis)
     except ValueError:
         return None
+    return np.broadcast_to(placed, x_shape)
 
 
 def special_prelu_backward(rng, grad_output: np.ndarray, x: np.ndarray, weight: np.ndarray, axis: int) -> None:
@@ -304,27 +251,19 @@ def special_prelu_backward(rng, grad_output: np.ndarray, x: np.ndarray, weight: 
 
 def make_inputs(op: str, rng, shape: tuple, dtype_name_: str, values: str, params: dict,
                 grad_shape=None, weight_shape=None, progress=None) -> dict:
-    """The random inputs of a golden case, in the order the operator takes them."""
+    """The random inputs of a golden case, drawn in the order the operator takes them."""
     dtype = np_dtype(dtype_name_)
+    spec = OPERATORS[op]
+    # an output summed per channel (grad_weight) gets its specials confined to a few channels
+    confined = values == "special" and "grad_weight" in spec.outputs
     inputs: dict = {}
-    if op == "leaky_relu_backward":
-        inputs["grad_output"] = random_tensor(rng, grad_shape or shape, dtype, values, progress)
-        inputs["x"] = random_tensor(rng, shape, dtype, values, progress)
-    elif op in PRELU_OPS:
-        axis = params["axis"]
-        # weights stay ordinary numbers (in "special" mode too): specials go into x and grads
-        wvalues = "normal" if values == "special" else values
-        if op == "prelu_backward" and values == "special":
-            g = random_tensor(rng, shape, dtype, "normal", progress)
-            x = random_tensor(rng, shape, dtype, "normal", progress)
-            w = random_tensor(rng, weight_shape, dtype, wvalues)
-            special_prelu_backward(rng, g, x, w, axis)
-            inputs.update(grad_output=g, x=x, weight=w)
+    for name in spec.inputs:
+        if name == "weight":
+            # weights stay ordinary numbers (in "special" mode too): specials go into x and grads
+            inputs[name] = random_tensor(rng, weight_shape, dtype, "normal" if values == "special" else values)
         else:
-            if op == "prelu_backward":
-                inputs["grad_output"] = random_tensor(rng, shape, dtype, values, progress)
-            inputs["x"] = random_tensor(rng, shape, dtype, values, progress)
-            inputs["weight"] = random_tensor(rng, weight_shape, dtype, wvalues)
-    else:
-        inputs["x"] = random_tensor(rng, shape, dtype, values, progress)
+            x_or_grad_shape = (grad_shape or shape) if name == "grad_output" else shape
+            inputs[name] = random_tensor(rng, x_or_grad_shape, dtype, "normal" if confined else values, progress)
+    if confined:
+        special_prelu_backward(rng, inputs["grad_output"], inputs["x"], inputs["weight"], params["axis"])
     return inputs

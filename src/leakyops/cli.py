@@ -35,16 +35,9 @@ from pathlib import Path
 import numpy as np
 
 from leakyops import _reference as reference
+from leakyops._operators import OPERATORS, OPS, SUMS
 from leakyops._cli_io import BF16, BF16_NPY, CLIError, Progress, ReportFile, np_dtype
-from leakyops._cli_ops import (
-    OP_INPUTS,
-    OP_OUTPUTS,
-    OPS,
-    PRELU_OPS,
-    SEMANTICS,
-    SEMANTICS_RULES,
-    SLOPE_OPS,
-)
+from leakyops._cli_ops import SEMANTICS, SEMANTICS_RULES
 from leakyops._cli_ops import random_tensor as _random_tensor
 from leakyops._cli_ops import special_values as _special_values
 
@@ -53,8 +46,8 @@ __all__ = ["main"]
 MANIFEST = "case.json"
 FORMAT = "leakyops-golden/2"
 
-#: the standard each output gets when verify is given no --standard, and why
-DEFAULT_STANDARD = {"grad_weight": "relative-error"}
+#: the standard each output gets when verify is given no --standard (else exact), and why
+DEFAULT_STANDARD = dict.fromkeys(SUMS, "relative-error")
 _DEFAULT_WHY = {
     "exact": "default for an element-wise output",
     "relative-error": "default for a reduction: its summation order differs per device",
@@ -243,30 +236,33 @@ def _out(text: str = "") -> None:
     print(text, flush=False)
 
 
+def _ops_with(param: str) -> str:
+    """The operators that take ``param``, for a message: ``prelu and prelu_backward``."""
+    return " and ".join(name for name, spec in OPERATORS.items() if param in spec.params)
+
+
 def _check_op_options(op: str, args) -> None:
     """Reject options that do not apply to ``op`` (one line, exit 2)."""
     def given(name):
         value = getattr(args, name, None)
         return value is not None and value is not False  # --axis 0 is given
-    if op not in SLOPE_OPS and given("slope"):
+    params = OPERATORS[op].params
+    if "slope" not in params and given("slope"):
         raise CLIError(f"--slope does not apply to {op} (its slopes are the weight)")
-    if op != "leaky_relu_backward" and given("self_is_result"):
-        raise CLIError(f"--self-is-result applies to leaky_relu_backward only, not {op}")
+    if "self_is_result" not in params and given("self_is_result"):
+        raise CLIError(f"--self-is-result applies to {_ops_with('self_is_result')} only, not {op}")
+    # grad_output may broadcast against x where the result takes the broadcast shape
     if op != "leaky_relu_backward" and given("grad_shape"):
         raise CLIError(f"--grad-shape applies to leaky_relu_backward only, not {op}")
-    if op not in PRELU_OPS and (given("weight_shape") or given("axis")):
-        raise CLIError(f"--weight-shape/--axis apply to prelu and prelu_backward only, not {op}")
+    if "axis" not in params and (given("weight_shape") or given("axis")):
+        raise CLIError(f"--weight-shape/--axis apply to {_ops_with('axis')} only, not {op}")
 
 
 def _params(op: str, args) -> dict:
-    params: dict = {}
-    if op in SLOPE_OPS:
-        params["slope"] = 0.01 if args.slope is None else args.slope
-    if op == "leaky_relu_backward":
-        params["self_is_result"] = bool(args.self_is_result)
-    if op in PRELU_OPS:
-        params["axis"] = 1 if args.axis is None else args.axis
-    return params
+    """The operator's parameters: the options given, the table's defaults for the others."""
+    given = {"slope": args.slope, "self_is_result": args.self_is_result or None, "axis": args.axis}
+    return {name: default if given[name] is None else given[name]
+            for name, default in OPERATORS[op].params.items()}
 
 
 # --------------------------------------------------------------------------- golden
@@ -290,7 +286,7 @@ def _make_case(args, progress=None) -> tuple[dict, dict, dict, dict]:
     params = _params(op, args)
     shape = args.shape
     wshape = None
-    if op in PRELU_OPS:
+    if "weight" in OPERATORS[op].inputs:
         wshape = args.weight_shape if args.weight_shape is not None else _default_weight_shape(shape, params["axis"])
     _cli_ops.check_semantics(op, args.semantics, args.dtype, params, len(shape))
     rng = np.random.default_rng(args.seed)
@@ -597,7 +593,7 @@ def _run_inputs(op: str, args) -> dict:
     """Read the input files: .npy, or raw data given --dtype and one --shape per raw file."""
     from leakyops import _cli_io
 
-    names = OP_INPUTS[op]
+    names = OPERATORS[op].inputs
     if len(args.inputs) != len(names):
         raise CLIError(f"{op} takes {len(names)} input file(s) ({', '.join(names)}), got {len(args.inputs)}")
     paths = [Path(p) for p in args.inputs]
@@ -636,7 +632,7 @@ def cmd_run(args) -> int:
 
     op = args.op
     _check_op_options(op, args)
-    out_names = OP_OUTPUTS[op]
+    out_names = OPERATORS[op].outputs
     paths = [Path(p) for p in args.output]
     if len(paths) != len(out_names):
         raise CLIError(f"{op} has {len(out_names)} output(s) ({', '.join(out_names)}), got {len(paths)} -o path(s);"
