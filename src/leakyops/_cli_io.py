@@ -48,7 +48,8 @@ def np_dtype(name: str) -> np.dtype:
     return BF16 if name == "bfloat16" else np.dtype(name)
 
 
-def _first_line(exc) -> str:
+def first_line(exc) -> str:
+    """The first line of an exception's message (its type's name if it has none)."""
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
 
@@ -219,7 +220,7 @@ def _npy_header(fh, path: Path, what: str):
         if version == (2, 0):
             return fmt.read_array_header_2_0(fh)
     except (ValueError, OSError, EOFError) as exc:
-        raise CLIError(f"{what} {path}: not a readable .npy file ({_first_line(exc)})") from None
+        raise CLIError(f"{what} {path}: not a readable .npy file ({first_line(exc)})") from None
     return None  # version 3.0 (a UTF-8 header): read with np.load
 
 
@@ -246,7 +247,7 @@ def _npy_source_v3(path: Path, what: str, want) -> Source:  # pragma: no cover -
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise CLIError(f"{what} {path}: not a readable .npy file ({_first_line(exc)})") from None
+        raise CLIError(f"{what} {path}: not a readable .npy file ({first_line(exc)})") from None
     return _npy_finish(path, what, want, arr.shape, not arr.flags.c_contiguous and arr.ndim > 1,
                        arr.dtype, arr.offset)
 

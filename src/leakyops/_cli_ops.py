@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from leakyops._cli_io import CHUNK, CLIError, np_dtype
+from leakyops._cli_io import CHUNK, CLIError, first_line, np_dtype
 from leakyops._operators import OPERATORS
 from leakyops._reference import place_weight
 from leakyops._verify import dtype_name
@@ -45,11 +45,6 @@ _CORE_OPTIONS = {
     "aclnn": {"slope_dtype": np.float32},
     "ascendc": {"compare": ">=", "slope_dtype": "storage"},
 }
-
-
-def _first_line(exc) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 # --------------------------------------------------------------------------- running an operator
@@ -81,7 +76,7 @@ def run_op(op: str, arrays: dict, params: dict, semantics: str = "pytorch") -> t
             return _run_onednn(op, arrays, params)
         return _run_core(op, arrays, params, semantics), {}
     except (TypeError, ValueError) as exc:
-        raise CLIError(_first_line(exc)) from None
+        raise CLIError(first_line(exc)) from None
 
 
 def _run_core(op: str, arrays: dict, params: dict, semantics: str) -> dict:
@@ -155,7 +150,7 @@ def _run_onednn(op: str, arrays: dict, params: dict) -> tuple[dict, dict]:
         cp.execute(strm, tin, tout)
         strm.wait()
     except dg.Error as exc:
-        raise CLIError(f"--semantics onednn: {_first_line(exc)}") from None
+        raise CLIError(f"--semantics onednn: {first_line(exc)}") from None
     results = [t.to_numpy() for t in tout]
     return dict(zip(spec.outputs, results)), {"onednn": notes}
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from leakyops import _reference as reference
 from leakyops._operators import OPERATORS, OPS, SUMS
-from leakyops._cli_io import BF16, BF16_NPY, CLIError, Progress, ReportFile, np_dtype
+from leakyops._cli_io import BF16, BF16_NPY, CLIError, Progress, ReportFile, first_line, np_dtype
 from leakyops._cli_ops import SEMANTICS, SEMANTICS_RULES
 from leakyops._cli_ops import random_tensor as _random_tensor
 from leakyops._cli_ops import special_values as _special_values
@@ -227,11 +227,6 @@ def _dname(dtype) -> str:
     return dtype_name(dtype)
 
 
-def _first_line(exc) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
 def _out(text: str = "") -> None:
     print(text, flush=False)
 
@@ -396,7 +391,7 @@ def _read_manifest(case_dir: Path) -> dict:
     except FileNotFoundError:
         raise CLIError(f"{case_dir} is not a golden directory: {MANIFEST} is missing") from None
     except (OSError, ValueError) as exc:
-        raise CLIError(f"{path}: unreadable manifest ({_first_line(exc)})") from None
+        raise CLIError(f"{path}: unreadable manifest ({first_line(exc)})") from None
     try:
         outputs = manifest["outputs"]
         for e in outputs:
@@ -742,7 +737,7 @@ class _Checks:
         try:
             fn()
         except Exception as exc:  # noqa: BLE001 - report and continue
-            self.add(name, False, f"{type(exc).__name__}: {_first_line(exc)}")
+            self.add(name, False, f"{type(exc).__name__}: {first_line(exc)}")
 
 
 def _demo_vendor(checks: _Checks) -> None:
@@ -896,7 +891,7 @@ def _demo_special_dtype(checks: _Checks, core, dname: str) -> None:
     try:
         check_all()
     except Exception as exc:  # noqa: BLE001
-        ok, detail = False, f"{type(exc).__name__}: {_first_line(exc)}"
+        ok, detail = False, f"{type(exc).__name__}: {first_line(exc)}"
     checks.add(f"all five operators    {tag} {x.size} special inputs x 4 slopes", ok, detail)
 
 
@@ -959,7 +954,7 @@ def cmd_demo(args) -> int:
             for line in _demo_speed(args.speed_size):
                 _out(line)
         except Exception as exc:  # noqa: BLE001 - the speed summary is informational
-            _out(f"speed: not measured ({type(exc).__name__}: {_first_line(exc)})")
+            _out(f"speed: not measured ({type(exc).__name__}: {first_line(exc)})")
         _out("")
     failed = [name for name, ok, _ in checks.results if not ok]
     total = len(checks.results)
@@ -1235,6 +1230,6 @@ def main(argv=None) -> int:
     except Exception as exc:
         if os.environ.get("LEAKYOPS_DEBUG"):
             raise
-        print(f"{prog}: internal error: {type(exc).__name__}: {_first_line(exc)}"
+        print(f"{prog}: internal error: {type(exc).__name__}: {first_line(exc)}"
               " (set LEAKYOPS_DEBUG=1 for the traceback)", file=sys.stderr)
         return 3
