@@ -230,6 +230,20 @@ def _declare(lib):
         "dnnl_graph_compiled_partition_execute": [vp, vp, sz, ctypes.POINTER(vp), sz,
                                                   ctypes.POINTER(vp)],
         "dnnl_graph_compiled_partition_destroy": [vp],
+        "dnnl_graph_compiled_partition_get_inplace_ports": [vp, ctypes.POINTER(sz),
+                                                            ctypes.POINTER(vp)],
+        "dnnl_memory_desc_create_with_strides": [ctypes.POINTER(vp), ctypes.c_int,
+                                                 ctypes.c_int64 * MAX_NDIMS, ctypes.c_int,
+                                                 ctypes.c_int64 * MAX_NDIMS],
+        "dnnl_memory_desc_destroy": [vp],
+        "dnnl_primitive_desc_destroy": [vp],
+        "dnnl_prelu_forward_primitive_desc_create": [ctypes.POINTER(vp), vp, ctypes.c_int, vp,
+                                                     vp, vp, vp],
+        "dnnl_prelu_backward_primitive_desc_create": [ctypes.POINTER(vp), vp, vp, vp, vp, vp,
+                                                      vp, vp, vp],
+        "dnnl_eltwise_forward_primitive_desc_create": [ctypes.POINTER(vp), vp, ctypes.c_int,
+                                                       ctypes.c_int, vp, vp, ctypes.c_float,
+                                                       ctypes.c_float, vp],
     }
     for name, args in sigs.items():
         fn = getattr(lib, name)
@@ -237,6 +251,21 @@ def _declare(lib):
         fn.restype = ctypes.c_int
     lib.dnnl_version.restype = ctypes.POINTER(_Version)
     lib.dnnl_version.argtypes = []
+    lib.dnnl_get_effective_cpu_isa.restype = ctypes.c_int
+    lib.dnnl_get_effective_cpu_isa.argtypes = []
+
+
+#: dnnl_cpu_isa_t values (dnnl_types.h) and their ONEDNN_MAX_CPU_ISA names.
+ISA_NAMES = {0x1: "sse41", 0x3: "avx", 0x7: "avx2", 0xF: "avx2_vnni", 0x1F: "avx2_vnni_2",
+             0x27: "avx512_core", 0x67: "avx512_core_vnni", 0xE7: "avx512_core_bf16",
+             0x1EF: "avx512_core_fp16", 0xFEF: "avx512_core_amx",
+             0x1FEF: "avx512_core_amx_fp16"}
+
+
+def effective_isa() -> str:
+    """The instruction set the library dispatches for here (the CPU's, or the cap's), in the
+    spelling of ``ONEDNN_MAX_CPU_ISA`` and of ``leakyops.onednn.Engine(isa=...)``."""
+    return ISA_NAMES[load().dnnl_get_effective_cpu_isa()]
 
 
 def version():
@@ -453,6 +482,21 @@ class Compiled:
             for t in made:
                 _LIB.dnnl_graph_tensor_destroy(t)
 
+    def inplace_ports(self):
+        """``[(input_id, output_id), ...]`` of ``dnnl_graph_compiled_partition_get_inplace_ports``."""
+        n, p = ctypes.c_size_t(), ctypes.c_void_p()
+        _call("dnnl_graph_compiled_partition_get_inplace_ports", self.handle, ctypes.byref(n),
+              ctypes.byref(p))
+        if not n.value:
+            return []
+        pairs = (ctypes.c_size_t * (2 * n.value)).from_address(p.value)
+        return [(pairs[2 * i], pairs[2 * i + 1]) for i in range(n.value)]
+
+    def execute_tensors(self, inputs, outputs):
+        """Execute with ``[(logical_tensor, ndarray), ...]`` exactly as given: the library binds
+        them by position, so the order, extras and repeats are the caller's."""
+        self.execute(inputs, outputs)
+
     def destroy(self):
         if self.handle:
             _LIB.dnnl_graph_compiled_partition_destroy(self.handle)
@@ -609,3 +653,80 @@ def bf16_flushes_subnormals() -> bool:
     if got == [0, 0x8000, 0, 0x8000, 0x80, 0x8080]:
         return True
     raise AssertionError(f"oneDNN's bf16 conversion does something unexpected: {got}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The primitive API's own answer where the Graph API aborts
+#
+# oneDNN 3.2's Graph backend creates its primitives through the C++ API, which throws when a
+# primitive descriptor cannot be created; the exception crosses the C interface and aborts the
+# process. The status the library meant is the one its primitive C API returns for the same
+# memory descriptors, asked here without aborting.
+
+_PROP_FORWARD_TRAINING, _ALG_ELTWISE_RELU = 64, 0x20
+
+
+def _md(dims, dt, strides=None):
+    md = ctypes.c_void_p()
+    strides = strides or [int(np.prod(dims[i + 1:])) or 1 for i in range(len(dims))]
+    _call("dnnl_memory_desc_create_with_strides", ctypes.byref(md), len(dims), _dims(dims),
+          DT[dt], _dims(strides))
+    return md
+
+
+def primitive_status(sess, kind, tensors):
+    """The status oneDNN's primitive API returns for an eltwise ReLU (``kind="LeakyReLU"``,
+    tensors ``[src, dst]``) or a PReLU forward/backward (``[src, weights, dst]`` /
+    ``[src, weights, diff_src, diff_weights, diff_dst]``), each ``(dims, dt[, strides])``
+    with the weights already at src's rank. The backward needs a forward hint, created from
+    src, weights and diff_dst; its status comes first."""
+    mds = [_md(*t) for t in tensors]
+    pd, hint = ctypes.c_void_p(), ctypes.c_void_p()
+    try:
+        if kind == "LeakyReLU":
+            st = _LIB.dnnl_eltwise_forward_primitive_desc_create(
+                ctypes.byref(pd), sess.engine, _PROP_FORWARD_TRAINING, _ALG_ELTWISE_RELU,
+                mds[0], mds[1], 0.5, 0.0, None)
+        elif kind == "PReLU":
+            st = _LIB.dnnl_prelu_forward_primitive_desc_create(
+                ctypes.byref(pd), sess.engine, _PROP_FORWARD_TRAINING, mds[0], mds[1], mds[2],
+                None)
+        else:
+            st = _LIB.dnnl_prelu_forward_primitive_desc_create(
+                ctypes.byref(hint), sess.engine, _PROP_FORWARD_TRAINING, mds[0], mds[1], mds[4],
+                None)
+            if st == 0:
+                st = _LIB.dnnl_prelu_backward_primitive_desc_create(
+                    ctypes.byref(pd), sess.engine, mds[0], mds[1], mds[2], mds[3], mds[4], hint,
+                    None)
+        return STATUS_NAMES.get(st, f"status_{st}")
+    finally:
+        for h in (pd, hint):
+            if h:
+                _LIB.dnnl_primitive_desc_destroy(h)
+        for md in mds:
+            _LIB.dnnl_memory_desc_destroy(md)
+
+
+_CRASH_SCRIPT = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import dnnl_oracle as o
+o.load()
+exec(sys.argv[2])
+print("survived")
+"""
+
+
+def crashes(code: str) -> str | None:
+    """Run ``code`` (with ``o`` the oracle, the library loaded) in a child process: how the
+    library ended it (``"abort: <what()>"``, ``"signal N"``), or None when it survived."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run([sys.executable, "-c", _CRASH_SCRIPT, here, code],
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode == 0 and proc.stdout.strip().endswith("survived"):
+        return None
+    what = [ln.strip() for ln in proc.stderr.splitlines() if "what()" in ln]
+    if what:
+        return "abort: " + what[0]
+    return f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
