@@ -44,16 +44,25 @@ def oracle_session(oracle):
     sess.close()
 
 
-def _run(kind, attrs, arrays, n_out, *, out_shapes=None):
-    """One op through leakyops.onednn; returns the output arrays (copies)."""
-    eng = dg.Engine(dg.EngineKind.cpu, 0)
-    dt = dg.data_type_of(arrays[0].dtype)
+def _run(kind, attrs, arrays, n_out, *, out_shapes=None, out_dtypes=None, isa=None):
+    """One op through leakyops.onednn; returns the output arrays (copies).
+
+    ``isa``: the engine's instruction set (``Engine(isa=...)``; None: the model's default).
+    ``out_dtypes``: the outputs' NumPy dtypes (default: the first input's).
+    """
+    eng = dg.Engine(dg.EngineKind.cpu, 0, isa=isa)
+    out_dts = [dg.data_type_of(d) for d in out_dtypes] if out_dtypes else \
+        [dg.data_type_of(arrays[0].dtype)] * n_out
     ins = [dg.LogicalTensor(i, dg.data_type_of(a.dtype), a.shape) for i, a in enumerate(arrays)]
-    outs = [dg.LogicalTensor(len(arrays) + j, dt,
+    outs = [dg.LogicalTensor(len(arrays) + j, out_dts[j],
                              None if out_shapes is None else out_shapes[j],
                              ndims=-1 if out_shapes is None else None)
             for j in range(n_out)]
-    op = dg.Op(7, kind, "op", ins, outs)
+    # the graph's logical tensors share the first input's type (add_op checks one type); the
+    # compile-time ones carry each operand's own
+    dt = dg.data_type_of(arrays[0].dtype)
+    graph_lts = [dg.LogicalTensor(lt.id, dt, lt.shape, ndims=lt.ndims) for lt in ins + outs]
+    op = dg.Op(7, kind, "op", graph_lts[:len(ins)], graph_lts[len(ins):])
     for k, v in attrs.items():
         op.set_attr(k, v)
     g = dg.Graph(dg.EngineKind.cpu)

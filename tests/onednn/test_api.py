@@ -1,4 +1,9 @@
-"""leakyops.onednn without the real library: the API, the rules, the core's results."""
+"""leakyops.onednn without the real library: the API, the rules, the core's results.
+
+The front-end only translates: each op is one core call with the ``compare=`` value naming
+the oneDNN kernel it models (``"dnnl-eltwise"``, ``"dnnl-jit"``, ``"dnnl-ref"``, …), so the
+results here equal those core calls bit for bit; ``test_oracle.py`` compares with oneDNN.
+"""
 
 from __future__ import annotations
 
@@ -38,17 +43,26 @@ def status(excinfo):
 
 
 # ---------------------------------------------------------------------------------------------
-# results equal the core's (compare ">", as the library), per dtype / format / broadcast
+# results equal the core's oneDNN rules, per dtype / format / broadcast
 
 
 @pytest.mark.parametrize("dt,npdt", DT, ids=IDS)
 def test_leaky_relu_equals_core(run_graph, dt, npdt):
     x = np.array([-3.0, -0.0, 0.0, 2.5, np.inf, -np.inf, np.nan, -1e-3], np.float32).astype(npdt)
     (y,) = run_graph("LeakyReLU", {"alpha": -0.25}, [x], 1)
-    want = _core.leaky_relu_impl(x, np.float32(-0.25), compare=">")
+    want = _core.leaky_relu_impl(x, np.float32(-0.25), compare="dnnl-eltwise")
     np.testing.assert_array_equal(y.view(np.uint8), want.view(np.uint8))
-    # +0 takes the alpha branch (the library's '>'): +0 * -0.25 = -0
-    assert np.signbit(y.astype(np.float32)[2]) and not np.signbit(y.astype(np.float32)[1])
+    # the library's 'src <= 0 ? alpha*src : src': both zeros take the alpha branch,
+    # +0 * -0.25 = -0 and -0 * -0.25 = +0
+    y32 = y.astype(np.float32)
+    assert np.signbit(y32[2]) and not np.signbit(y32[1])
+
+
+def test_leaky_relu_keeps_f32_signalling_nans(run_graph):
+    """NaN is not ``<= 0``: f32 NaNs, signalling ones too, come back unchanged."""
+    x = np.array([0x7F800001, 0xFF800F00, 0x7FC00005], np.uint32).view(np.float32)
+    (y,) = run_graph("LeakyReLU", {"alpha": 0.5}, [x], 1)
+    np.testing.assert_array_equal(y.view(np.uint32), x.view(np.uint32))
 
 
 def test_leaky_relu_alpha_is_rounded_to_f32(run_graph):
@@ -80,25 +94,28 @@ def test_prelu_equals_core(run_graph, dt, npdt, fmt, pcb, src_shape, wshape, axi
     x = rng.standard_normal(src_shape).astype(npdt)
     w = rng.standard_normal(wshape).astype(npdt)
     (y,) = run_graph("PReLU", {"data_format": fmt, "per_channel_broadcast": pcb}, [x, w], 1)
-    want = _core.prelu_impl(x, w, 1 if axis is None else axis, compare=">")
+    kernel = "dnnl-ref" if axis == -1 and fmt == "NCX" or (wshape == (3, 4, 5)) else "dnnl-jit"
+    want = _core.prelu_impl(x, w, 1 if axis is None else axis, compare=kernel)
     np.testing.assert_array_equal(y.view(np.uint8), want.view(np.uint8))
 
 
 @pytest.mark.parametrize("dt,npdt", DT, ids=IDS)
-@pytest.mark.parametrize("fmt,src_shape,wshape,axis", [
-    ("NCX", (2, 3, 4, 5), (3,), 1),          # PyTorch case, per channel
-    ("NXC", (2, 4, 5, 3), (3,), -1),
-    ("NCX", (2, 3, 4, 5), (1,), 1),          # PyTorch case, per tensor
-    ("NCX", (2, 3, 4, 5), (3, 4, 5), 1),     # TensorFlow case: src.shape[1:]
-    ("NXC", (2, 3, 4, 5), (3, 4, 5), 1),
+@pytest.mark.parametrize("fmt,src_shape,wshape,axis,kernel", [
+    ("NCX", (2, 3, 4, 5), (3,), 1, "dnnl-jit"),          # PyTorch case, per channel
+    ("NXC", (2, 4, 5, 3), (3,), -1, "dnnl-jit"),
+    ("NCX", (2, 3, 4, 5), (1,), 1, "dnnl-ref"),          # PyTorch case, per tensor
+    ("NCX", (2, 3, 4, 5), (3, 4, 5), 1, "dnnl-ref"),     # TensorFlow case: src.shape[1:]
+    ("NXC", (2, 3, 4, 5), (3, 4, 5), 1, "dnnl-ref"),
+    ("NCX", (1, 3, 4, 5), (3, 4, 5), 1, "dnnl-jit"),     # ... with N == 1: a full slope
 ])
-def test_prelu_backward_equals_core(run_graph, dt, npdt, fmt, src_shape, wshape, axis):
+def test_prelu_backward_equals_core(run_graph, dt, npdt, fmt, src_shape, wshape, axis, kernel):
     rng = np.random.default_rng(1)
     x = rng.standard_normal(src_shape).astype(npdt)
+    x.reshape(-1)[:3] = np.array([np.nan, -0.0, 0.0], npdt)
     w = rng.standard_normal(wshape).astype(npdt)
     g = rng.standard_normal(src_shape).astype(npdt)
     dx, dw = run_graph("PReLUBackward", {"data_format": fmt}, [x, w, g], 2)
-    want_dx, want_dw = _core.prelu_backward_impl(g, x, w, axis, compare=">")
+    want_dx, want_dw = _core.prelu_backward_impl(g, x, w, axis, compare=kernel)
     assert dx.shape == src_shape and dw.shape == wshape
     np.testing.assert_array_equal(dx.view(np.uint8), want_dx.view(np.uint8))
     np.testing.assert_array_equal(dw.view(np.uint8), want_dw.view(np.uint8))
@@ -125,7 +142,7 @@ def test_leaky_relu_in_place():
     eng = dg.Engine()
     src, dst = lt(0, (4,)), lt(1, (4,))
     cp = graph_of(lrelu_op(0, src, dst, 0.5)).get_partitions()[0].compile([src], [dst], eng)
-    assert cp.get_inplace_ports() == [(0, 1)]
+    assert cp.get_inplace_ports() == []  # oneDNN 3.2 offers no hint; in place works anyway
     buf = np.array([-2.0, 1.0, -4.0, 0.0], np.float32)
     cp.execute(dg.Stream(eng), [dg.Tensor(src, eng, buf)], [dg.Tensor(dst, eng, buf)])
     np.testing.assert_array_equal(buf, [-1.0, 1.0, -2.0, 0.0])
@@ -264,7 +281,7 @@ def test_unsupported_kinds_become_unsupported_partitions():
     assert [(p.get_ops(), p.is_supported()) for p in parts] == [([4], True), ([5], False)]
     with pytest.raises(dg.Error) as e:
         parts[1].compile([b], [c], dg.Engine())
-    assert status(e) == "unimplemented"
+    assert status(e) == "invalid_arguments"  # (dnnl_graph_partition_compile's first check)
 
 
 def test_chain_leaky_relu_then_prelu():
@@ -298,13 +315,18 @@ def test_compile_rules():
     eng = dg.Engine()
     src, dst = lt(0, (2, 3)), lt(1, (2, 3))
     part = graph_of(lrelu_op(0, src, dst)).get_partitions()[0]
+    unknown = dg.DNNL_GRAPH_UNKNOWN_DIM
     cases = [
-        ([lt(7, (2, 3))], [dst], "invalid_arguments"),               # unknown input id
+        ([lt(7, (2, 3))], [dst], "invalid_arguments"),               # no input of the port's id
         ([src], [], "invalid_arguments"),                            # missing output
-        ([lt(0, None, ndims=-1)], [dst], "invalid_arguments"),       # unknown input shape
-        ([lt(0, (2, -1))], [dst], "invalid_arguments"),              # unknown input dim
-        ([lt(0, (2, 3), dg.DataType.bf16)], [dst], "invalid_arguments"),  # mixed types
+        ([lt(0, None, ndims=-1)], [dst], "invalid_arguments"),       # unknown input rank
+        ([lt(0, (2, unknown))], [dst], "invalid_arguments"),         # unknown input dim
+        ([lt(0, (2, -1))], [dst], "invalid_shape"),                  # a negative input dim
+        ([lt(0, (2, 3), dg.DataType.undef)], [dst], "invalid_arguments"),  # no data type
+        ([lt(0, (2, 3), dg.DataType.bf16)], [dst], "unimplemented"),  # src bf16, dst f32
         ([src], [lt(1, (3, 2))], "invalid_shape"),                   # wrong output shape
+        ([src], [lt(1, (2, -1))], "invalid_shape"),                  # a negative output dim
+        ([src], [lt(1, (2, 3, 1))], "invalid_shape"),                # wrong output rank
     ]
     for ins, outs, st in cases:
         with pytest.raises(dg.Error) as e:
@@ -315,9 +337,14 @@ def test_compile_rules():
     assert cp.query_logical_tensor(1).get_dims() == [4, 5]
     cp = part.compile([src], [lt(1, (2, 3), layout_type=dg.LayoutType.any)], eng)
     assert cp.query_logical_tensor(1).get_layout_type() == dg.LayoutType.strided
-    with pytest.raises(dg.Error) as e:
-        cp.query_logical_tensor(9)
-    assert status(e) == "invalid_arguments"
+    cp = part.compile([src], [lt(1, (unknown, 3))], eng)
+    assert cp.query_logical_tensor(1).get_dims() == [2, 3]
+    empty = cp.query_logical_tensor(9)  # not a port: oneDNN's empty logical tensor
+    assert (empty.get_id(), empty.ndims, empty.get_data_type()) == (2**64 - 1, -1,
+                                                                      dg.DataType.undef)
+    # extra inputs and outputs, and repeats of an id, are accepted (the first one counts)
+    cp = part.compile([lt(9, (5,)), lt(0, (2, 3)), lt(0, (7,))], [lt(8, (1,)), dst], eng)
+    assert cp.query_logical_tensor(0).get_dims() == [2, 3]
 
 
 @pytest.mark.parametrize("src,wei,attrs", [
@@ -340,32 +367,36 @@ def test_prelu_shape_errors(src, wei, attrs):
 
 
 def test_prelu_backward_shape_errors():
-    for wei, dd, dslope in [((4,), (2, 3, 4), (4,)), ((3,), (1, 3, 4), (3,)),
-                            ((3,), (2, 3, 4), (1, 3))]:
+    for wei, dd, dslope, st in [((4,), (2, 3, 4), (4,), "invalid_shape"),
+                                ((3,), (1, 3, 4), (3,), "invalid_arguments"),  # library aborts
+                                ((3,), (2, 3, 4), (1, 3), "invalid_shape")]:
         ins = [lt(0, (2, 3, 4)), lt(1, wei), lt(2, dd)]
         outs = [lt(3, (2, 3, 4)), lt(4, dslope)]
         op = dg.Op(0, dg.OpKind.PReLUBackward, "", ins, outs)
         op.set_attr("data_format", "NCX")
         with pytest.raises(dg.Error) as e:
             graph_of(op).get_partitions()[0].compile(ins, outs, dg.Engine())
-        assert status(e) == "invalid_shape"
+        assert status(e) == st
 
 
-def test_execute_checks_tensors_and_writes_nothing_on_error():
-    eng, strm = dg.Engine(), None
+def test_execute_binds_by_position_and_writes_nothing_on_error():
+    eng = dg.Engine()
     strm = dg.Stream(eng)
     src, dst = lt(0, (2, 3)), lt(1, (2, 3))
-    cp = graph_of(lrelu_op(0, src, dst)).get_partitions()[0].compile([src], [dst], eng)
+    cp = graph_of(lrelu_op(0, src, dst, 0.5)).get_partitions()[0].compile([src], [dst], eng)
     x = dg.Tensor(src, eng, -np.ones((2, 3), np.float32))
     out_buf = np.full((2, 3), 7.0, np.float32)
     y = dg.Tensor(dst, eng, out_buf)
+    # the tensors' own logical tensors are not looked at: position and buffer count
+    cp.execute(strm, [dg.Tensor(lt(5, (6,)), eng, -np.ones(6, np.float32))],
+               [dg.Tensor(lt(6, (3, 2)), eng, out_buf)])
+    np.testing.assert_array_equal(out_buf, np.full((2, 3), -0.5, np.float32))
+    out_buf[...] = 7.0
     bad = [
-        ([dg.Tensor(lt(5, (2, 3)), eng)], [y]),                        # wrong id
-        ([dg.Tensor(lt(0, (3, 2)), eng)], [y]),                        # wrong shape
-        ([dg.Tensor(lt(0, (2, 3), dg.DataType.bf16), eng)], [y]),      # wrong type
-        ([x], []),                                                     # missing output
-        ([x, x], [y]),                                                 # duplicate
-        ([x], [dg.Tensor(lt(1, (2, 3), strides=(1, 2)), eng)]),        # other layout
+        ([dg.Tensor(lt(0, (5,)), eng)], [y]),                          # buffer too small
+        ([x], []),                                                     # no output tensor
+        ([], [y]),                                                     # no input tensor
+        ([x], [dg.Tensor(lt(1, (2,)), eng)]),                          # output buffer too small
     ]
     for ins, outs in bad:
         with pytest.raises(dg.Error) as e:
@@ -377,6 +408,37 @@ def test_execute_checks_tensors_and_writes_nothing_on_error():
     with pytest.raises(dg.Error) as e:
         cp.execute(strm, [x], [dg.Tensor(dst, eng, ro)])
     assert status(e) == "invalid_arguments"
+
+
+def test_execute_positions_follow_the_compile_time_list():
+    """PReLU compiled with [slope, extra, src]: execute's tensors bind in that order."""
+    eng = dg.Engine()
+    src, slope, dst = lt(0, (2, 3)), lt(1, (3,)), lt(2, (2, 3))
+    part = graph_of(dg.Op(0, dg.OpKind.PReLU, "", [src, slope], [dst])).get_partitions()[0]
+    cp = part.compile([slope, lt(9, (4,)), src], [dst], eng)
+    x = np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]], np.float32)
+    w = np.array([0.5, 2.0, 4.0], np.float32)
+    out = dg.Tensor(dst, eng)
+    cp.execute(dg.Stream(eng), [dg.Tensor(slope, eng, w), dg.Tensor(lt(9, (4,)), eng),
+                                dg.Tensor(src, eng, x)], [out])
+    np.testing.assert_array_equal(out.to_numpy(), np.where(x > 0, x, w * x))
+    with pytest.raises(dg.Error) as e:  # the third position is src's: two tensors are too few
+        cp.execute(dg.Stream(eng), [dg.Tensor(slope, eng, w), dg.Tensor(src, eng, x)], [out])
+    assert status(e) == "invalid_arguments" and "position" in str(e.value)
+
+
+def test_duplicate_ports():
+    """prelu(x, x): the ports list x twice; compiling with them, or with x once, works."""
+    eng = dg.Engine()
+    a, b = lt(0, (2, 3)), lt(1, (2, 3))
+    part = graph_of(dg.Op(0, dg.OpKind.PReLU, "", [a, a], [b])).get_partitions()[0]
+    assert [t.get_id() for t in part.get_input_ports()] == [0, 0]
+    x = np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]], np.float32)
+    for ins in ([a], part.get_input_ports()):
+        cp = part.compile(ins, [b], eng)
+        out = dg.Tensor(b, eng)
+        cp.execute(dg.Stream(eng), [dg.Tensor(a, eng, x)], [out])
+        np.testing.assert_array_equal(out.to_numpy(), np.where(x > 0, x, x * x))
 
 
 def test_tensor_and_engine_errors():
@@ -398,14 +460,23 @@ def test_tensor_and_engine_errors():
         dg.LogicalTensor(0, dg.DataType.f32, (1,) * 13)
     assert status(e) == "invalid_arguments"
     with pytest.raises(dg.Error) as e:
+        dg.LogicalTensor(0, dg.DataType.f32, None, ndims=13)
+    assert status(e) == "invalid_arguments"
+    with pytest.raises(dg.Error) as e:
+        dg.Engine(isa="avx9000")
+    assert status(e) == "invalid_arguments" and "AVX512_CORE_AMX" in str(e.value)
+    with pytest.raises(dg.Error) as e:
         dg.data_type_of(np.float64)
     assert status(e) == "invalid_arguments"
 
 
 def test_logical_tensor_queries():
-    t = dg.LogicalTensor(4, dg.DataType.bf16, (2, -1))
+    t = dg.LogicalTensor(4, dg.DataType.bf16, (2, dg.DNNL_GRAPH_UNKNOWN_DIM))
     assert t.get_dims() == [2, dg.DNNL_GRAPH_UNKNOWN_DIM] and not t.is_shape_known()
     assert t.get_mem_size() == 0
+    t = dg.LogicalTensor(4, dg.DataType.bf16, (2, -2))  # accepted as oneDNN does, until used
+    assert t.get_dims() == [2, -2] and not t.is_shape_known() and t.strides is None
+    assert dg.LogicalTensor(4, dg.DataType.f32, ndims=2).get_dims() == [dg.DNNL_GRAPH_UNKNOWN_DIM] * 2
     t = dg.LogicalTensor(4, dg.DataType.f16, (2, 3), strides=(1, 2))
     assert t.get_mem_size() == 12 and t.dtype == np.float16
     assert t.is_equal(dg.LogicalTensor(4, dg.DataType.f16, (2, 3), strides=(1, 2)))
@@ -422,3 +493,119 @@ def test_error_is_one_type_with_the_status_name():
     assert [s.value for s in (dg.Status.invalid_arguments, dg.Status.unimplemented,
                               dg.Status.invalid_graph, dg.Status.invalid_graph_op,
                               dg.Status.invalid_shape)] == [2, 3, 7, 8, 9]
+
+
+# ---------------------------------------------------------------------------------------------
+# the kernel each layout runs, the slope's axes, the engine's instruction set
+
+
+@pytest.mark.parametrize("src,wei,fmt,pcb,shape", [
+    (4, (3,), "NCX", True, (1, 3, 1, 1)),
+    (4, (5,), "NXC", True, (1, 1, 1, 5)),
+    (4, (3, 3), "NCX", True, (1, 3, 3, 1)),       # not right-aligned
+    (5, (3, 3), "NCX", True, (1, 3, 1, 3, 1)),
+    (4, (3, 3), "NXC", True, (1, 1, 3, 3)),
+    (4, (3, 3), "NCX", False, (1, 1, 3, 3)),
+    (2, (3,), "NCX", True, (1, 3)),
+    (3, (2, 3, 4), "NCX", True, (2, 3, 4)),
+])
+def test_unsqueezed_slope(src, wei, fmt, pcb, shape):
+    from leakyops.onednn._ops import unsqueezed_slope
+
+    assert unsqueezed_slope(src, wei, fmt, pcb) == shape
+
+
+def test_slope_of_rank_2_under_ncx_runs_along_dims_1_and_2(run_graph):
+    x = np.random.default_rng(3).standard_normal((2, 3, 3, 3)).astype(np.float32)
+    w = np.arange(9, dtype=np.float32).reshape(3, 3) / 4 - 1
+    (y,) = run_graph("PReLU", {"data_format": "NCX"}, [x, w], 1)
+    np.testing.assert_array_equal(y, np.where(x > 0, x, w.reshape(1, 3, 3, 1) * x))
+
+
+@pytest.mark.parametrize("isa,kernel", [(None, "dnnl-jit"), ("avx512_core_amx", "dnnl-jit"),
+                                        ("AVX2", "dnnl-jit-avx2"), ("avx", "dnnl-jit-avx"),
+                                        ("sse41", "dnnl-jit-sse41")])
+def test_engine_isa_selects_the_jit_variant(isa, kernel):
+    eng = dg.Engine(isa=isa)
+    ins = [lt(0, (2, 3, 4)), lt(1, (3,)), lt(2, (2, 3, 4))]
+    outs = [lt(3, (2, 3, 4)), lt(4, (3,))]
+    op = dg.Op(0, dg.OpKind.PReLUBackward, "", ins, outs)
+    op.set_attr("data_format", "NCX")
+    cp = graph_of(op).get_partitions()[0].compile(ins, outs, eng)
+    assert cp._plan.compare == kernel
+    # NaN src: in neither branch on AVX-512 (diff_src 0*dd, left out of diff_slope); the
+    # other variants' factors make the term NaN, and SSE4.1 takes it as src > 0
+    x = np.full((2, 3, 4), -1.0, np.float32)
+    x[0, 0, 0] = np.nan
+    g, w = np.full((2, 3, 4), 2.0, np.float32), np.full(3, 0.5, np.float32)
+    t = [dg.Tensor(a, eng, v) for a, v in zip(ins, (x, w, g))]
+    o = [dg.Tensor(a, eng) for a in outs]
+    cp.execute(dg.Stream(eng), t, o)
+    dx, dw = o[0].to_numpy(), o[1].to_numpy()
+    if kernel == "dnnl-jit":
+        assert dx[0, 0, 0] == 0 and dw[0] == -2.0 * 7
+    else:
+        assert np.isnan(dw[0]) and dx[0, 0, 0] == (2.0 if kernel == "dnnl-jit-sse41" else 0.0)
+
+
+def test_engine_isa_bf16_flush(run_graph):
+    """With an instruction set whose bf16 stores use vcvtneps2bf16 (AVX512-BF16 and up),
+    results whose float32 value is below 2**-126 become zeros of their sign; otherwise
+    bf16 rounds exactly (the default)."""
+    bf = np.dtype(ml_dtypes.bfloat16)
+    x = np.array([-(2.0**-125 - 2.0**-133), -4e-40, 3e-39, 1.0, -2e-38], np.float32).astype(bf)
+    assert dg.Engine(isa="avx512_core_bf16").flushes_bf16 and not dg.Engine().flushes_bf16
+    exact = _core.leaky_relu_impl(x, np.float32(0.5), compare="dnnl-eltwise")
+    (plain,) = run_graph("LeakyReLU", {"alpha": 0.5}, [x], 1)
+    (flushed,) = run_graph("LeakyReLU", {"alpha": 0.5}, [x], 1, isa="AVX512_CORE_AMX")
+    np.testing.assert_array_equal(plain.view(np.uint16), exact.view(np.uint16))
+    want = exact.copy()
+    want[[0, 1, 2, 4]] = np.array([-0.0, -0.0, 0.0, -0.0], bf)  # [0] rounds up exactly
+    np.testing.assert_array_equal(flushed.view(np.uint16), want.view(np.uint16))
+    assert exact[0] != 0  # (it did round up to the smallest normal)
+
+
+def test_engine_isa_without_kernels_is_unimplemented():
+    ins, outs = [lt(0, (2, 3), dg.DataType.f16)], [lt(1, (2, 3), dg.DataType.f16)]
+    part = graph_of(lrelu_op(0, ins[0], outs[0])).get_partitions()[0]
+    part.compile(ins, outs, dg.Engine(isa="avx512_core_fp16"))
+    part.compile(ins, outs, dg.Engine(isa="avx2_vnni_2"))
+    with pytest.raises(dg.Error) as e:
+        part.compile(ins, outs, dg.Engine(isa="avx512_core_bf16"))
+    assert status(e) == "unimplemented" and "f16" in str(e.value)
+
+
+@pytest.mark.parametrize("kind,ins,outs,st", [
+    ("PReLU", [((5,), "f32"), ((5,), "f32")], [((5,), "f32")], "invalid_shape"),   # 1-D NXC
+    ("PReLU", [((2, 3, 4, 5, 6, 7), "f32"), ((7,), "f32")], [((2, 3, 4, 5, 6, 7), "f32")],
+     "invalid_arguments"),                                                        # 6-D
+    ("PReLUBackward", [((2, 3, 4), "f32"), ((4,), "f32"), ((2, 3, 4), "bf16")],
+     [((2, 3, 4), "f32"), ((4,), "f32")], "unimplemented"),                       # diff_dst type
+    ("LeakyReLU", [((2, 3), "f16")], [((2, 3), "f32")], "unimplemented"),
+])
+def test_where_the_library_aborts(kind, ins, outs, st):
+    graph = [lt(i, s) for i, (s, _) in enumerate(ins + outs)]
+    comp = [lt(i, s, getattr(dg.DataType, d)) for i, (s, d) in enumerate(ins + outs)]
+    op = dg.Op(0, kind, "", graph[:len(ins)], graph[len(ins):])
+    if kind == "LeakyReLU":
+        op.set_attr("alpha", 0.5)
+    with pytest.raises(dg.Error) as e:
+        graph_of(op).get_partitions()[0].compile(comp[:len(ins)], comp[len(ins):], dg.Engine())
+    assert status(e) == st and ("aborts" in str(e.value) or "crashes" in str(e.value))
+
+
+def test_mixed_slope_and_diff_slope_types(run_graph):
+    """The slope may have its own type (widened exactly); diff_slope is rounded once into
+    its own type from the float64 sum."""
+    bf = np.dtype(ml_dtypes.bfloat16)
+    x = np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, -6.0]], np.float32).astype(bf)
+    w = np.array([0.1, 0.2, 0.3], np.float32)  # not representable in bf16
+    (y,) = run_graph("PReLU", {"data_format": "NCX"}, [x, w], 1)
+    want = (np.where(x.astype(np.float32) > 0, x.astype(np.float32),
+                     x.astype(np.float32) * w)).astype(bf)
+    np.testing.assert_array_equal(y.view(np.uint16), want.view(np.uint16))
+    g = np.ones((2, 3), bf)
+    dx, dw = run_graph("PReLUBackward", {"data_format": "NCX"}, [x, w, g], 2,
+                       out_dtypes=[bf, np.float32])
+    assert dx.dtype == bf and dw.dtype == np.float32
+    np.testing.assert_array_equal(dw, np.array([-1.0, -5.0, -9.0], np.float32))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from typing import NoReturn
 
 
 class Status(enum.IntEnum):
@@ -32,14 +33,14 @@ class Error(RuntimeError):
     ('invalid_shape', 9, 'invalid_shape: x')
     """
 
-    def __init__(self, status: Status, message: str):
+    def __init__(self, status: Status | int, message: str) -> None:
         self.status = Status(status)
         self.message = message
         super().__init__(f"{self.status.name}: {message}")
 
-    def __reduce__(self):  # picklable with its status (multiprocessing, dask)
+    def __reduce__(self) -> tuple[type[Error], tuple[Status, str]]:  # picklable with its status
         return (type(self), (self.status, self.message))
 
 
-def fail(status: Status, message: str):
+def fail(status: Status, message: str) -> NoReturn:
     raise Error(status, message)

@@ -5,16 +5,40 @@ from __future__ import annotations
 import enum
 import numbers
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
 
 from ._errors import Status, fail
-from ._ops import SCHEMAS, OpAttr, OpKind, attr_key, compute, convert_attr, infer_shapes
+from ._ops import (
+    SCHEMAS,
+    OpAttr,
+    OpKind,
+    Plan,
+    attr_key,
+    check_library_limits,
+    compute,
+    convert_attr,
+    infer_shapes,
+    flushes_bf16,
+    isa_lacks,
+    isa_name,
+    plan,
+)
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    #: The typed, shaped view of a tensor's data: float32, float16 or bfloat16 elements.
+    ElementArray: TypeAlias = np.ndarray[tuple[int, ...], np.dtype[np.generic[float]]]
 
 DNNL_GRAPH_UNKNOWN_NDIMS = -1
 DNNL_GRAPH_UNKNOWN_DIM = -(2**63)  # INT64_MIN, as in dnnl_graph_types.h
 DNNL_MAX_NDIMS = 12
+#: The id of the empty logical tensor :meth:`CompiledPartition.query_logical_tensor` returns
+#: for an id that is not one of the partition's ports (``size_t`` -1, as oneDNN).
+EMPTY_ID = 2**64 - 1
 
 
 class DataType(enum.IntEnum):
@@ -71,8 +95,12 @@ _NP = {
 _COMPUTE_TYPES = tuple(_NP)  # f32, f16, bf16: the type constraint "T" of all three ops
 
 
-def data_type_of(dtype) -> DataType:
-    """The :class:`DataType` of a NumPy dtype (``invalid_arguments`` if none)."""
+def data_type_of(dtype: Any) -> DataType:
+    """The :class:`DataType` of a NumPy dtype (``invalid_arguments`` if none).
+
+    >>> data_type_of(np.float32).name
+    'f32'
+    """
     dtype = np.dtype(dtype)
     for dt, npdt in _NP.items():
         if npdt == dtype:
@@ -81,7 +109,7 @@ def data_type_of(dtype) -> DataType:
                                    "(supported: float32, float16, bfloat16)")
 
 
-def _int(value, what):
+def _int(value: object, what: str) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         fail(Status.invalid_arguments, f"{what} must be an integer, got {value!r}")
     return int(value)
@@ -90,17 +118,24 @@ def _int(value, what):
 class LogicalTensor:
     """``dnnl::graph::logical_tensor``: id, data type, shape and layout, no data.
 
-    ``shape`` is a sequence of dims (``-1`` or :data:`DNNL_GRAPH_UNKNOWN_DIM`
-    for an unknown dim) or ``None`` with ``ndims`` for unknown dims (``ndims=-1``:
-    unknown rank).  A strided layout without ``strides`` is row-major contiguous.
+    ``shape`` is a sequence of dims or ``None`` with ``ndims`` (``ndims=-1``: unknown rank,
+    the default). As in oneDNN 3.2, :data:`DNNL_GRAPH_UNKNOWN_DIM` (INT64_MIN) is an unknown
+    dim; any dim is accepted here, and a negative one is an error only where the tensor is
+    used (``invalid_shape``, or ``invalid_arguments`` for an unknown input dim at compile).
+    A strided layout without ``strides`` is row-major contiguous (unknown while a dim is
+    negative). More than 12 dims is ``invalid_arguments`` at once (oneDNN would write past
+    its 12-element arrays).
 
     >>> lt = LogicalTensor(3, DataType.f32, (2, 3))
     >>> lt.get_id(), lt.get_dims(), lt.get_strides(), lt.get_mem_size()
     (3, [2, 3], [3, 1], 24)
     """
 
-    def __init__(self, tid, data_type, shape=None, layout_type=LayoutType.strided,
-                 property_type=PropertyType.undef, *, strides=None, ndims=None):
+    def __init__(self, tid: int, data_type: DataType | int,
+                 shape: Sequence[int] | int | None = None,
+                 layout_type: LayoutType | int = LayoutType.strided,
+                 property_type: PropertyType | int = PropertyType.undef, *,
+                 strides: Sequence[int] | None = None, ndims: int | None = None) -> None:
         self.id = _int(tid, "logical tensor id")
         if self.id < 0:
             fail(Status.invalid_arguments, f"logical tensor id must be >= 0, got {tid}")
@@ -110,13 +145,17 @@ class LogicalTensor:
             fail(Status.invalid_arguments, f"unknown data type {data_type!r}")
         self.layout_type = LayoutType(layout_type)
         self.property_type = PropertyType(property_type)
+        self.dims: tuple[int, ...] | None
         if shape is None:
             n = DNNL_GRAPH_UNKNOWN_NDIMS if ndims is None else _int(ndims, "ndims")
+            if n > DNNL_MAX_NDIMS:
+                fail(Status.invalid_arguments,
+                     f"logical tensor {self.id}: {n} dims, at most {DNNL_MAX_NDIMS}")
             self.ndims = n
-            self.dims = None if n < 0 else (-1,) * n
+            self.dims = None if n < 0 else (DNNL_GRAPH_UNKNOWN_DIM,) * n
         else:
             if isinstance(shape, (numbers.Integral, np.integer)):
-                shape = (shape,)
+                shape = (int(shape),)
             try:
                 items = tuple(shape)
             except TypeError:
@@ -126,20 +165,21 @@ class LogicalTensor:
             if len(dims) > DNNL_MAX_NDIMS:
                 fail(Status.invalid_arguments,
                      f"logical tensor {self.id}: {len(dims)} dims, at most {DNNL_MAX_NDIMS}")
-            if any(d < 0 and d not in (-1, DNNL_GRAPH_UNKNOWN_DIM) for d in dims):
-                fail(Status.invalid_arguments, f"logical tensor {self.id}: bad dims {shape}")
-            self.dims = tuple(-1 if d < 0 else d for d in dims)
+            self.dims = dims
             self.ndims = len(dims)
+        self.strides: tuple[int, ...] | None
         if strides is not None:
             if self.layout_type not in (LayoutType.strided, LayoutType.any):
                 fail(Status.invalid_arguments, "strides need a strided or any layout")
-            strides = tuple(_int(s, "stride") for s in strides)
-            if self.ndims < 0 or len(strides) != self.ndims:
+            self.strides = tuple(_int(s, "stride") for s in strides)
+            if self.ndims < 0 or len(self.strides) != self.ndims:
                 fail(Status.invalid_arguments,
-                     f"logical tensor {self.id}: {len(strides)} strides for {self.ndims} dims")
+                     f"logical tensor {self.id}: {len(self.strides)} strides for {self.ndims} dims")
         elif self.layout_type == LayoutType.strided and self.is_shape_known():
-            strides = _contiguous(self.dims)
-        self.strides = strides
+            assert self.dims is not None
+            self.strides = _contiguous(self.dims)
+        else:
+            self.strides = None
 
     # -- queries (names of the C++ API) --
     def get_id(self) -> int:
@@ -154,27 +194,28 @@ class LogicalTensor:
     def get_property_type(self) -> PropertyType:
         return self.property_type
 
-    def get_dims(self) -> list:
+    def get_dims(self) -> list[int]:
         if self.dims is None:
             fail(Status.invalid_arguments, f"logical tensor {self.id} has an unknown rank")
-        return [DNNL_GRAPH_UNKNOWN_DIM if d < 0 else d for d in self.dims]
+        return list(self.dims)
 
-    def get_strides(self) -> list:
+    def get_strides(self) -> list[int]:
         if self.layout_type != LayoutType.strided or self.strides is None:
             fail(Status.invalid_arguments,
                  f"logical tensor {self.id} has no strides (layout {self.layout_type.name})")
         return list(self.strides)
 
     def is_shape_known(self) -> bool:
+        """Whether every dim is known: a negative dim counts as unknown (as oneDNN)."""
         return self.dims is not None and all(d >= 0 for d in self.dims)
 
     @property
-    def shape(self):
-        """The dims as a tuple (``None`` if the rank is unknown; ``-1`` unknown dims)."""
+    def shape(self) -> tuple[int, ...] | None:
+        """The dims as a tuple (``None`` if the rank is unknown)."""
         return self.dims
 
     @property
-    def dtype(self) -> np.dtype:
+    def dtype(self) -> np.dtype[Any]:
         """The NumPy dtype of the elements."""
         if self.data_type not in _NP:
             fail(Status.invalid_data_type,
@@ -185,6 +226,7 @@ class LogicalTensor:
         """Bytes the tensor spans (0 for unknown shapes, as oneDNN)."""
         if not self.is_shape_known() or self.data_type not in _NP:
             return 0
+        assert self.dims is not None
         if any(d == 0 for d in self.dims):
             return 0
         strides = self.strides if self.strides is not None else _contiguous(self.dims)
@@ -195,11 +237,11 @@ class LogicalTensor:
         return (self.id, self.data_type, self.dims, self.layout_type, self.strides) == (
             other.id, other.data_type, other.dims, other.layout_type, other.strides)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"LogicalTensor(id={self.id}, data_type={self.data_type.name}, "
                 f"dims={self.dims}, layout={self.layout_type.name}, strides={self.strides})")
 
-    def _with(self, dims, strides):
+    def _with(self, dims: Sequence[int], strides: Sequence[int]) -> LogicalTensor:
         lt = LogicalTensor.__new__(LogicalTensor)
         lt.__dict__.update(self.__dict__)
         lt.dims, lt.ndims, lt.strides = tuple(dims), len(dims), tuple(strides)
@@ -207,7 +249,12 @@ class LogicalTensor:
         return lt
 
 
-def _contiguous(dims):
+def _empty_logical_tensor() -> LogicalTensor:
+    """oneDNN's empty logical tensor: id ``size_t`` -1, unknown rank, undef type, any layout."""
+    return LogicalTensor(EMPTY_ID, DataType.undef, None, LayoutType.any, ndims=-1)
+
+
+def _contiguous(dims: Sequence[int]) -> tuple[int, ...]:
     strides, acc = [], 1
     for d in reversed(dims):
         strides.append(acc)
@@ -226,16 +273,18 @@ class Op:
     ('LeakyReLU', 0.1)
     """
 
-    def __init__(self, oid, kind, name: str = "", inputs: Sequence = (), outputs: Sequence = ()):
+    def __init__(self, oid: int, kind: OpKind | int | str, name: str = "",
+                 inputs: Sequence[LogicalTensor] = (),
+                 outputs: Sequence[LogicalTensor] = ()) -> None:
         self.id = _int(oid, "op id")
         try:
             self.kind = OpKind(kind) if not isinstance(kind, str) else OpKind[kind]
         except (ValueError, KeyError):
             fail(Status.invalid_arguments, f"unknown op kind {kind!r}")
         self.name = name or self.kind.name
-        self.attrs: dict = {}
-        self.inputs: list = []
-        self.outputs: list = []
+        self.attrs: dict[OpAttr, object] = {}
+        self.inputs: list[LogicalTensor] = []
+        self.outputs: list[LogicalTensor] = []
         self.add_inputs(inputs)
         self.add_outputs(outputs)
 
@@ -245,36 +294,38 @@ class Op:
     def get_kind(self) -> OpKind:
         return self.kind
 
-    def set_attr(self, name, value) -> None:
+    def set_attr(self, name: OpAttr | str, value: float | bool | str) -> None:
         """Set an attribute (checked against the op's schema when added to a graph)."""
         self.attrs[attr_key(name)] = value
 
-    def get_attr(self, name):
+    def get_attr(self, name: OpAttr | str) -> float | bool | str:
         key = attr_key(name)
         if key not in self.attrs:
             fail(Status.invalid_arguments, f"{self.name}: attribute {key.name!r} is not set")
         value = self.attrs[key]
-        return float(value) if isinstance(value, np.floating) else value
+        if isinstance(value, np.floating):
+            return float(value)
+        return value  # type: ignore[return-value]  # (set_attr's types)
 
     def add_input(self, lt: LogicalTensor) -> None:
         self.inputs.append(_lt(lt))
 
-    def add_inputs(self, lts) -> None:
+    def add_inputs(self, lts: Sequence[LogicalTensor]) -> None:
         for lt in lts:
             self.add_input(lt)
 
     def add_output(self, lt: LogicalTensor) -> None:
         self.outputs.append(_lt(lt))
 
-    def add_outputs(self, lts) -> None:
+    def add_outputs(self, lts: Sequence[LogicalTensor]) -> None:
         for lt in lts:
             self.add_output(lt)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Op(id={self.id}, kind={self.kind.name}, name={self.name!r})"
 
 
-def _lt(lt) -> LogicalTensor:
+def _lt(lt: object) -> LogicalTensor:
     if not isinstance(lt, LogicalTensor):
         fail(Status.invalid_arguments, f"expected a LogicalTensor, got {type(lt).__name__}")
     return lt
@@ -283,14 +334,14 @@ def _lt(lt) -> LogicalTensor:
 class _Node:
     """An op as added to a graph: a snapshot with its attributes checked and defaulted."""
 
-    def __init__(self, op: Op, attrs: dict, supported: bool):
+    def __init__(self, op: Op, attrs: dict[OpAttr, Any], supported: bool) -> None:
         self.id, self.kind, self.name = op.id, op.kind, op.name
         self.attrs = attrs
         self.inputs = list(op.inputs)
         self.outputs = list(op.outputs)
         self.supported = supported
 
-    def signature(self):
+    def signature(self) -> tuple[object, ...]:
         return (self.kind, sorted((k, str(v)) for k, v in self.attrs.items()),
                 [lt.id for lt in self.inputs], [lt.id for lt in self.outputs])
 
@@ -334,25 +385,45 @@ def _check_op(op: Op) -> _Node:
 
 
 class Engine:
-    """``dnnl::engine``: only the CPU engine with index 0 exists here."""
+    """``dnnl::engine``: only the CPU engine with index 0 exists here.
 
-    kind = EngineKind
+    ``isa`` (keyword, optional) makes the engine compute as oneDNN 3.2 does on a CPU whose
+    best instruction set is this one, spelled as ``ONEDNN_MAX_CPU_ISA`` spells it
+    (``"AVX2"``, ``"AVX512_CORE_BF16"``, …, any case). Without it the model is an AVX-512 CPU
+    that rounds bf16 exactly. It selects the variant of the jit PReLU kernels (the AVX2, AVX
+    and SSE4.1 ones differ from AVX-512's at NaN, ±0 and underflow), the flush of bf16
+    results below 2**-126 to zeros of their sign on CPUs with AVX512-BF16 (or AVX2-VNNI-2),
+    and which data types have kernels (bf16 from AVX512_CORE, f16 from AVX512_CORE_FP16,
+    both on AVX2_VNNI_2; the library aborts elsewhere, compiling here is ``unimplemented``).
 
-    def __init__(self, kind=EngineKind.cpu, index: int = 0):
+    >>> Engine(EngineKind.cpu, 0, isa="AVX512_CORE_AMX").isa
+    'avx512_core_amx'
+    """
+
+    kind: EngineKind
+
+    def __init__(self, kind: EngineKind | int = EngineKind.cpu, index: int = 0, *,
+                 isa: str | None = None) -> None:
         if EngineKind(kind) != EngineKind.cpu or index != 0:
             fail(Status.invalid_arguments,
                  f"no engine of kind {EngineKind(kind).name} with index {index} (CPU 0 only)")
         self.kind = EngineKind.cpu
         self.index = 0
+        self.isa = isa_name(isa)
 
     def get_kind(self) -> EngineKind:
         return self.kind
+
+    @property
+    def flushes_bf16(self) -> bool:
+        """Whether bf16 results below 2**-126 in magnitude become zeros (``vcvtneps2bf16``)."""
+        return flushes_bf16(self.isa)
 
 
 class Stream:
     """``dnnl::stream``: execution is synchronous, so :meth:`wait` returns at once."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine) -> None:
         if not isinstance(engine, Engine):
             fail(Status.invalid_arguments, "a stream needs an Engine")
         self.engine = engine
@@ -374,7 +445,8 @@ class Tensor:
     the typed, shaped view of the data.
     """
 
-    def __init__(self, lt: LogicalTensor, engine: Engine, handle=None):
+    def __init__(self, lt: LogicalTensor, engine: Engine,
+                 handle: np.ndarray[Any, Any] | None = None) -> None:
         self.logical_tensor = _lt(lt)
         self.engine = engine
         if not lt.is_shape_known() or lt.layout_type != LayoutType.strided:
@@ -383,24 +455,15 @@ class Tensor:
         lt.dtype  # noqa: B018 - invalid_data_type for a type without NumPy dtype
         self.set_data_handle(handle)
 
-    def set_data_handle(self, handle) -> None:
+    def set_data_handle(self, handle: np.ndarray[Any, Any] | None) -> None:
         lt = self.logical_tensor
         size = lt.get_mem_size()
         if handle is None:
             handle = np.zeros(max(size, 1) // lt.dtype.itemsize or 1, lt.dtype)
-        if not isinstance(handle, np.ndarray):
-            fail(Status.invalid_arguments,
-                 f"tensor {lt.id}: the handle must be a NumPy array, got {type(handle).__name__}")
-        if not handle.flags.c_contiguous:
-            fail(Status.invalid_arguments,
-                 f"tensor {lt.id}: the handle must be C-contiguous memory")
-        if handle.nbytes < size:
-            fail(Status.invalid_arguments,
-                 f"tensor {lt.id}: buffer of {handle.nbytes} bytes, the logical tensor "
-                 f"spans {size}")
+        _check_buffer(handle, lt, f"tensor {lt.id}")
         self.handle = handle
 
-    def get_data_handle(self) -> np.ndarray:
+    def get_data_handle(self) -> np.ndarray[Any, Any]:
         return self.handle
 
     def get_engine(self) -> Engine:
@@ -409,16 +472,30 @@ class Tensor:
     def get_logical_tensor(self) -> LogicalTensor:
         return self.logical_tensor
 
-    def to_numpy(self) -> np.ndarray:
+    def to_numpy(self) -> ElementArray:
         """The elements as an array of the logical tensor's shape (a view, no copy)."""
         lt = self.logical_tensor
+        assert lt.dims is not None and lt.strides is not None
         return _view(self.handle, lt.dims, lt.strides, lt.dtype)
 
 
-def _view(buf: np.ndarray, dims, strides, dtype) -> np.ndarray:
+def _check_buffer(handle: object, lt: LogicalTensor, what: str) -> None:
+    if not isinstance(handle, np.ndarray):
+        fail(Status.invalid_arguments,
+             f"{what}: the handle must be a NumPy array, got {type(handle).__name__}")
+    if not handle.flags.c_contiguous:
+        fail(Status.invalid_arguments, f"{what}: the handle must be C-contiguous memory")
+    if handle.nbytes < lt.get_mem_size():
+        fail(Status.invalid_arguments,
+             f"{what}: buffer of {handle.nbytes} bytes, the logical tensor spans "
+             f"{lt.get_mem_size()}")
+
+
+def _view(buf: np.ndarray[Any, Any], dims: Sequence[int], strides: Sequence[int],
+          dtype: np.dtype[Any]) -> ElementArray:
     flat = buf.reshape(-1).view(np.uint8)
     if any(d == 0 for d in dims):
-        return np.empty(dims, dtype)
+        return np.empty(tuple(dims), dtype)
     # only the bytes the view spans (a buffer may end in a partial element)
     span = (sum((d - 1) * abs(s) for d, s in zip(dims, strides)) + 1) * dtype.itemsize
     # negative strides: the first element sits after the span of those axes
@@ -446,17 +523,19 @@ class Graph:
     [[0]]
     """
 
-    def __init__(self, engine_kind=EngineKind.cpu, fpmath_mode=None):
+    def __init__(self, engine_kind: EngineKind | int = EngineKind.cpu,
+                 fpmath_mode: object = None) -> None:
         self.engine_kind = EngineKind(engine_kind)
         self.fpmath_mode = fpmath_mode
-        self._nodes: list = []
+        self._nodes: list[_Node] = []
         self._finalized = False
 
-    def add_op(self, op: Op, allow_exception: bool = True):
+    def add_op(self, op: Op, allow_exception: bool = True) -> Status | None:
         """Check ``op`` against its schema and add it (``invalid_graph_op`` if wrong).
 
         Op ids are unique: adding the same op again is a no-op (as in oneDNN); a
-        different op with an id already in the graph is ``invalid_graph_op``.
+        different op with an id already in the graph is ``invalid_graph_op``. With
+        ``allow_exception=False`` the status comes back instead of an exception.
         """
         try:
             if not isinstance(op, Op):
@@ -474,12 +553,12 @@ class Graph:
         except Exception as exc:
             if allow_exception or not hasattr(exc, "status"):
                 raise
-            return exc.status
+            return Status(exc.status)
         return None if allow_exception else Status.success
 
     def finalize(self) -> None:
         """No more ops; every logical tensor id has at most one producer (``invalid_graph``)."""
-        producers = {}
+        producers: dict[int, int] = {}
         for node in self._nodes:
             for lt in node.outputs:
                 if lt.id in producers:
@@ -492,18 +571,20 @@ class Graph:
     def is_finalized(self) -> bool:
         return self._finalized
 
-    def get_partitions(self, policy=PartitionPolicy.fusion) -> list:
+    def get_partitions(self, policy: PartitionPolicy | int = PartitionPolicy.fusion
+                       ) -> list[Partition]:
         """One partition per op, in topological order (oneDNN 3.2 fuses none of these ops)."""
         if not self._finalized:
             fail(Status.invalid_graph, "get_partitions needs a finalized graph")
         PartitionPolicy(policy)
         return [Partition(i, node, self.engine_kind) for i, node in enumerate(self._topo())]
 
-    def _topo(self):
+    def _topo(self) -> list[_Node]:
         producer = {lt.id: n for n in self._nodes for lt in n.outputs}
-        done, order = set(), []
+        done: set[int] = set()
+        order: list[_Node] = []
 
-        def visit(node, path):
+        def visit(node: _Node, path: set[int]) -> None:
             if node.id in done:
                 return
             if node.id in path:
@@ -524,13 +605,13 @@ class Graph:
 class Partition:
     """``dnnl::graph::partition``: here always a single op."""
 
-    def __init__(self, pid, node: _Node, engine_kind):
+    def __init__(self, pid: int, node: _Node, engine_kind: EngineKind) -> None:
         self._id, self._node, self._engine_kind = pid, node, engine_kind
 
     def get_id(self) -> int:
         return self._id
 
-    def get_ops(self) -> list:
+    def get_ops(self) -> list[int]:
         return [self._node.id]
 
     def get_ops_num(self) -> int:
@@ -542,119 +623,156 @@ class Partition:
     def get_engine_kind(self) -> EngineKind:
         return self._engine_kind
 
-    def get_input_ports(self) -> list:
+    def get_input_ports(self) -> list[LogicalTensor]:
+        """The op's inputs in order (a tensor given twice appears twice, as in oneDNN)."""
         return list(self._node.inputs)
 
-    def get_output_ports(self) -> list:
+    def get_output_ports(self) -> list[LogicalTensor]:
         return list(self._node.outputs)
 
-    def compile(self, inputs, outputs, engine: Engine) -> CompiledPartition:
+    def compile(self, inputs: Sequence[LogicalTensor], outputs: Sequence[LogicalTensor],
+                engine: Engine) -> CompiledPartition:
         """Check the compile-time logical tensors and infer unknown output shapes.
 
-        ``inputs``/``outputs`` must cover the partition's ports by id
-        (``invalid_arguments``); inputs need known shapes (``invalid_arguments``)
-        and one data type among f32/bf16/f16 (``invalid_arguments``); shapes
-        must satisfy the op's broadcast rules and known output shapes must equal
-        the inferred ones (``invalid_shape``).
+        As oneDNN 3.2 (``set_given_inputs_outputs`` and the dnnl backend's passes): each
+        port takes the first logical tensor of ``inputs``/``outputs`` with its id, others
+        (extra ids, repeats) are kept for their position and otherwise ignored; a port
+        without one, an undef data type or layout, an unknown rank or an unknown
+        (INT64_MIN) input dim is ``invalid_arguments``; another negative input dim, a
+        slope that does not broadcast, or a known output shape other than the inferred one
+        is ``invalid_shape``; PReLU with a dst of another data type than src is
+        ``unimplemented``. The cases the library aborts or crashes on come next
+        (``_ops.check_library_limits``).
         """
         node = self._node
         if not node.supported:
-            fail(Status.unimplemented, f"{node.kind.name} op {node.id} is not supported "
-                                       "(an unsupported partition cannot be compiled)")
+            fail(Status.invalid_arguments, f"{node.kind.name} op {node.id} is not supported "
+                                           "(an unsupported partition cannot be compiled)")
         if not isinstance(engine, Engine):
             fail(Status.invalid_arguments, "compile needs an Engine")
-        ins = _match_ports("input", node.inputs, inputs)
-        outs = _match_ports("output", node.outputs, outputs)
+        given_in = [_lt(lt) for lt in inputs]
+        given_out = [_lt(lt) for lt in outputs]
+        in_pos = [_port("input", p, given_in) for p in node.inputs]
+        out_pos = [_port("output", p, given_out) for p in node.outputs]
+        ins = [given_in[i] for i in in_pos]
+        outs = [given_out[i] for i in out_pos]
         for lt in ins:
-            if not lt.is_shape_known():
+            if lt.dims is None or any(d == DNNL_GRAPH_UNKNOWN_DIM for d in lt.dims):
                 fail(Status.invalid_arguments,
                      f"input logical tensor {lt.id} needs a known shape at compile time")
             if lt.layout_type != LayoutType.strided:
                 fail(Status.invalid_arguments,
-                     f"input logical tensor {lt.id} needs a strided layout")
-        dts = {lt.data_type for lt in ins} | {lt.data_type for lt in outs
-                                              if lt.data_type != DataType.undef}
-        if len(dts) != 1 or next(iter(dts)) not in _COMPUTE_TYPES:
-            fail(Status.invalid_arguments,
-                 f"{node.kind.name} op {node.id}: inputs and outputs must share one data type "
-                 f"among f32, bf16, f16; got {sorted(dt.name for dt in dts)}")
-        dtype = next(iter(dts))
+                     f"input logical tensor {lt.id} needs a strided layout, got "
+                     f"{lt.layout_type.name} (the library aborts here)")
+        for lt in ins + outs:
+            if lt.data_type not in _COMPUTE_TYPES:
+                fail(Status.unimplemented,
+                     f"{node.kind.name} op {node.id}: logical tensor {lt.id} has data type "
+                     f"{lt.data_type.name}; oneDNN 3.2's kernels take f32, bf16 or f16 "
+                     "(the library aborts here, or for an f64 slope reads it: not modelled)")
+        if node.kind == OpKind.PReLU and outs[0].data_type != ins[0].data_type:
+            fail(Status.unimplemented,
+                 f"PReLU op {node.id}: dst is {outs[0].data_type.name} but src is "
+                 f"{ins[0].data_type.name}; oneDNN's PReLU keeps src's data type")
         shapes = infer_shapes(node.kind, node.attrs, [lt.dims for lt in ins])
         final_outs = []
         for lt, shape in zip(outs, shapes):
-            if lt.dims is not None and -1 not in lt.dims and tuple(lt.dims) != tuple(shape):
-                fail(Status.invalid_shape,
-                     f"output logical tensor {lt.id} has shape {lt.dims}, the op gives {shape}")
-            strides = (lt.strides if lt.layout_type == LayoutType.strided
-                       and lt.strides is not None and lt.dims is not None
-                       and -1 not in lt.dims else _contiguous(shape))
-            out = lt._with(shape, strides)
-            out.data_type = dtype
-            final_outs.append(out)
-        return CompiledPartition(node, ins, final_outs, engine)
+            if lt.dims is not None:
+                if len(lt.dims) != len(shape) or any(
+                        d != s and d != DNNL_GRAPH_UNKNOWN_DIM for d, s in zip(lt.dims, shape)):
+                    fail(Status.invalid_shape,
+                         f"output logical tensor {lt.id} has shape {lt.dims}, the op gives "
+                         f"{shape}")
+            known = lt.is_shape_known() and lt.strides is not None \
+                and lt.layout_type == LayoutType.strided
+            strides = lt.strides if known and lt.strides is not None else _contiguous(shape)
+            final_outs.append(lt._with(shape, strides))
+        for lt in ins + final_outs:
+            reason = isa_lacks(engine.isa, lt.data_type.name)
+            if reason is not None:
+                fail(Status.unimplemented,
+                     f"{node.kind.name} op {node.id} with {lt.data_type.name} on "
+                     f"{str(engine.isa).upper()}: {reason} (the library aborts here)")
+        check_library_limits(node.kind, node.attrs, ins, final_outs)
+        the_plan = plan(node.kind, node.attrs, ins, engine.isa, engine.flushes_bf16)
+        return CompiledPartition(node, given_in, in_pos, given_out, out_pos, final_outs,
+                                 the_plan, engine)
 
 
-def _match_ports(what, ports, given):
-    given = [_lt(lt) for lt in given]
-    by_id = {lt.id: lt for lt in given}
-    want = [p.id for p in ports]
-    if len(by_id) != len(given) or set(by_id) != set(want):
-        fail(Status.invalid_arguments,
-             f"compile: {what} logical tensors have ids {[lt.id for lt in given]}, "
-             f"the partition's {what}s are {want}")
-    return [by_id[i] for i in want]
+def _port(what: str, port: LogicalTensor, given: list[LogicalTensor]) -> int:
+    """The position of the first of ``given`` with the port's id (``invalid_arguments`` if none)."""
+    for i, lt in enumerate(given):
+        if lt.id == port.id:
+            if lt.data_type == DataType.undef or lt.layout_type == LayoutType.undef:
+                fail(Status.invalid_arguments,
+                     f"compile: {what} logical tensor {lt.id} has an undef data type or layout")
+            if lt.ndims < 0 and what == "input":
+                fail(Status.invalid_arguments,
+                     f"compile: input logical tensor {lt.id} has an unknown rank")
+            return i
+    fail(Status.invalid_arguments,
+         f"compile: no {what} logical tensor with id {port.id} among "
+         f"{[lt.id for lt in given]} (the partition's {what} port)")
 
 
 class CompiledPartition:
     """``dnnl::graph::compiled_partition``: query logical tensors, execute."""
 
-    def __init__(self, node, ins, outs, engine):
-        self._node, self._ins, self._outs, self._engine = node, ins, outs, engine
+    def __init__(self, node: _Node, given_in: list[LogicalTensor], in_pos: list[int],
+                 given_out: list[LogicalTensor], out_pos: list[int],
+                 outs: list[LogicalTensor], the_plan: Plan, engine: Engine) -> None:
+        self._node, self._engine, self._plan = node, engine, the_plan
+        self._in_pos, self._out_pos = in_pos, out_pos
+        self._ins = [given_in[i] for i in in_pos]
+        self._outs = outs
 
-    def query_logical_tensor(self, tid) -> LogicalTensor:
+    def query_logical_tensor(self, tid: int) -> LogicalTensor:
+        """The compiled logical tensor of a port (the first with that id); for any other id an
+        empty logical tensor (id ``2**64 - 1``, unknown rank), as oneDNN returns."""
         for lt in self._ins + self._outs:
             if lt.id == tid:
                 return lt
-        fail(Status.invalid_arguments, f"logical tensor {tid} is not a port of this partition")
+        return _empty_logical_tensor()
 
-    def get_inplace_ports(self) -> list:
-        """In-place hints ``(input_id, output_id)``: LeakyReLU's ``src`` and ``dst``."""
-        if self._node.kind == OpKind.LeakyReLU:
-            return [(self._ins[0].id, self._outs[0].id)]
+    def get_inplace_ports(self) -> list[tuple[int, int]]:
+        """In-place hints ``(input_id, output_id)``: none for these ops in oneDNN 3.2 (an
+        in-place LeakyReLU still works: give the same buffer as src and dst)."""
         return []
 
-    def execute(self, stream: Stream, inputs, outputs) -> None:
-        """Run the op on ``inputs``/``outputs`` (:class:`Tensor`, matched by id).
-
-        Every tensor's logical tensor must equal the compiled one with the same
-        id in data type, shape and strides (``invalid_arguments``).  On error
-        no output is written.
+    def execute(self, stream: Stream, inputs: Sequence[Tensor], outputs: Sequence[Tensor]) -> None:
+        """Run the op. Tensors bind **by position**, as in oneDNN 3.2: ``inputs[i]`` is the
+        buffer of the i-th logical tensor given to :meth:`Partition.compile` (a port takes
+        the first one with its id), and only its buffer is used, read with the compiled
+        logical tensor's shape, strides and data type; the tensor's own logical tensor is
+        not looked at. A list too short for a port (oneDNN reads past it and crashes), or a
+        buffer smaller than the compiled logical tensor spans (oneDNN reads or writes past
+        it), is ``invalid_arguments``, as is a read-only output. On error nothing is
+        written.
         """
         if not isinstance(stream, Stream):
             fail(Status.invalid_arguments, "execute needs a Stream")
-        ins = [_match_tensor("input", lt, inputs) for lt in self._ins]
-        outs = [_match_tensor("output", lt, outputs) for lt in self._outs]
-        for t in outs:
-            if not t.handle.flags.writeable:
+        ins = [_bound("input", lt, pos, inputs) for lt, pos in zip(self._ins, self._in_pos)]
+        outs = [_bound("output", lt, pos, outputs) for lt, pos in zip(self._outs, self._out_pos)]
+        for view, lt in zip(outs, self._outs):
+            if not view.flags.writeable:
                 fail(Status.invalid_arguments,
-                     f"output tensor {t.logical_tensor.id}: the buffer is read-only")
-        compute(self._node.kind, self._node.attrs,
-                [t.to_numpy() for t in ins], [t.to_numpy() for t in outs])
+                     f"output tensor of logical tensor {lt.id}: the buffer is read-only")
+        compute(self._node.kind, self._node.attrs, self._plan, ins, outs)
 
 
-def _match_tensor(what, lt: LogicalTensor, tensors) -> Tensor:
-    found = [t for t in tensors if isinstance(t, Tensor) and t.logical_tensor.id == lt.id]
-    if len(tensors) != len({id(t) for t in tensors}) or len(found) != 1:
+def _bound(what: str, lt: LogicalTensor, pos: int, tensors: Sequence[Tensor]) -> ElementArray:
+    """The view of ``tensors[pos]``'s buffer as the compiled logical tensor ``lt``."""
+    if pos >= len(tensors):
         fail(Status.invalid_arguments,
-             f"execute: expected one {what} tensor with logical tensor id {lt.id}")
-    t = found[0].logical_tensor
-    if (t.data_type, tuple(t.dims), tuple(t.strides)) != (lt.data_type, tuple(lt.dims),
-                                                           tuple(lt.strides)):
+             f"execute: the compiled {what} logical tensor {lt.id} binds {what} tensor "
+             f"{pos}, and {len(tensors)} were given (tensors bind by position)")
+    t = tensors[pos]
+    if not isinstance(t, Tensor):
         fail(Status.invalid_arguments,
-             f"execute: {what} tensor {lt.id} is {t.data_type.name}{list(t.dims)} strides "
-             f"{list(t.strides)}, compiled as {lt.data_type.name}{list(lt.dims)} strides "
-             f"{list(lt.strides)}")
-    return found[0]
+             f"execute: {what} {pos} must be a Tensor, got {type(t).__name__}")
+    _check_buffer(t.handle, lt, f"execute: {what} tensor {pos} (bound to logical tensor {lt.id})")
+    assert lt.dims is not None and lt.strides is not None
+    return _view(t.handle, lt.dims, lt.strides, lt.dtype)
 
 
 __all__ = [

@@ -1,24 +1,25 @@
-"""Op kinds, attributes, the schemas of the three supported ops, and their compute.
+"""Op kinds, attributes, the schemas of the three supported ops, their shape rules, the
+kernel oneDNN 3.2 dispatches for each, and their compute.
 
-The compute functions translate one op into one call of :mod:`leakyops._core`;
-all arithmetic happens there.  See the package docstring for the formulas.
+The compute functions translate one op into one call of :mod:`leakyops._core` with the
+``compare=`` option that names oneDNN's kernel (``"dnnl-eltwise"``, ``"dnnl-ref"``,
+``"dnnl-jit"`` and its per-instruction-set variants); all arithmetic happens there. See the
+package docstring and ``docs/onednn.md`` for the formulas.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 import numbers
+from collections.abc import Sequence
+from typing import NamedTuple
 
+import ml_dtypes
 import numpy as np
 
 from .. import _core
 from ._errors import Error, Status, fail
-
-# oneDNN's CPU kernels select with ``src > 0`` although the Graph docs write
-# ``src >= 0`` (checked against oneDNN 3.2: ``+0.0`` with a negative alpha gives
-# ``-0.0``, and ``+0.0`` with an infinite alpha gives NaN).  SPEC §7: follow the
-# library.
-_COMPARE = ">"
 
 
 class OpKind(enum.IntEnum):
@@ -214,11 +215,11 @@ def convert_attr(op_name: str, key: OpAttr, kind: str, value):
 
 
 # ---------------------------------------------------------------------------------------------
-# shapes (checked at compile time; ``invalid_shape`` as oneDNN returns it)
+# shapes (checked at compile time, with oneDNN's statuses)
 
 
 def _prelu_doable(src, wei, data_format, per_channel_broadcast) -> bool:
-    """oneDNN's rule (``prelu_doable``, dnnl backend ``utils.cpp``) for slope vs src."""
+    """oneDNN's rule (``prelu_doable``, dnnl backend ``passes/utils.cpp``) for slope vs src."""
     rs, rw = len(src), len(wei)
     if rs < rw or rw == 0:
         return False
@@ -230,18 +231,36 @@ def _prelu_doable(src, wei, data_format, per_channel_broadcast) -> bool:
     return all(w in (1, s) for w, s in zip(wei[::-1], src[::-1]))
 
 
-def _slope_axis(src_ndim, wei, data_format, per_channel_broadcast) -> int:
-    """The axis of ``src`` a 1-D slope runs along (passed to the core)."""
-    if len(wei) == 1 and per_channel_broadcast and src_ndim > 1 and data_format == "NCX":
-        return 1
-    return -1
+def unsqueezed_slope(src_ndim: int, wei: Sequence[int], data_format: str,
+                     per_channel_broadcast: bool) -> tuple[int, ...]:
+    """The slope's shape at src's rank, as the backend reshapes it (``insert_unsqueeze_for_prelu``):
+    dims of 1 inserted in front, except that with NCX and per-channel broadcast the slope
+    moves to dim 1 (``(C,)`` -> ``(1, C, 1, 1)``, ``(3, 3)`` -> ``(1, 3, 3, 1)`` for a 4-D src)."""
+    k = src_ndim - len(wei)
+    if k <= 0:
+        return tuple(wei)
+    axes = list(range(k))
+    if data_format == "NCX" and per_channel_broadcast and k >= 2:
+        axes.pop(1)
+        axes.append(-1)
+    ones = {a % src_ndim for a in axes}
+    it = iter(wei)
+    return tuple(1 if i in ones else next(it) for i in range(src_ndim))
 
 
-def infer_shapes(kind, attrs, in_shapes):
-    """Output shapes from input shapes; raises ``invalid_shape`` as oneDNN does."""
+def _bwd_per_channel(wei: Sequence[int]) -> bool:
+    """PReLUBackward broadcasts per channel exactly when the slope is 1-D with length != 1."""
+    return len(wei) == 1 and wei[0] != 1
+
+
+def infer_shapes(kind, attrs, in_shapes) -> list[tuple[int, ...]]:
+    """Output shapes from input shapes; ``invalid_shape`` as oneDNN returns it."""
+    for shape in in_shapes:
+        if any(d < 0 for d in shape):
+            fail(Status.invalid_shape, f"{kind.name}: an input has the negative dim(s) {shape}")
     if kind == OpKind.LeakyReLU:
-        return [in_shapes[0]]
-    src, wei = in_shapes[0], in_shapes[1]
+        return [tuple(in_shapes[0])]
+    src, wei = tuple(in_shapes[0]), tuple(in_shapes[1])
     fmt = attrs[OpAttr.data_format]
     if kind == OpKind.PReLU:
         pcb = attrs[OpAttr.per_channel_broadcast]
@@ -250,16 +269,167 @@ def infer_shapes(kind, attrs, in_shapes):
                  f"PReLU: slope of shape {wei} does not broadcast to src of shape {src} "
                  f"(data_format={fmt}, per_channel_broadcast={pcb})")
         return [src]
-    # PReLUBackward: per-channel when the slope is 1-D with more than one element
-    pcb = len(wei) == 1 and wei[0] != 1
-    if not _prelu_doable(src, wei, fmt, pcb):
+    if not _prelu_doable(src, wei, fmt, _bwd_per_channel(wei)):
         fail(Status.invalid_shape,
              f"PReLUBackward: slope of shape {wei} does not broadcast to src of shape {src} "
              f"(data_format={fmt})")
-    if tuple(in_shapes[2]) != tuple(src):
-        fail(Status.invalid_shape,
-             f"PReLUBackward: diff_dst has shape {in_shapes[2]} but src has shape {src}")
     return [src, wei]
+
+
+class Plan(NamedTuple):
+    """What a compiled op runs: the core's ``compare=`` value, the slope's shape at src's rank
+    (PReLU ops) and whether bf16 results are flushed as on AVX512-BF16 CPUs."""
+
+    compare: str
+    slope_shape: tuple[int, ...] | None
+    flush_bf16: bool
+
+
+_ISAS = ("sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2", "avx512_core", "avx512_core_vnni",
+         "avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx", "avx512_core_amx_fp16")
+#: The jit PReLU variant per instruction set (``jit_uni_prelu_*_kernel``: Zmm from
+#: avx512_core, Ymm on AVX2 and AVX, Xmm on SSE4.1; FMA from AVX2).
+_JIT_OF = {"sse41": "dnnl-jit-sse41", "avx": "dnnl-jit-avx", "avx2": "dnnl-jit-avx2",
+           "avx2_vnni": "dnnl-jit-avx2", "avx2_vnni_2": "dnnl-jit-avx2"}
+#: Instruction sets whose bf16 stores use vcvtneps2bf16 (results below 2**-126 flush to ±0).
+_FLUSHING = {"avx2_vnni_2", "avx512_core_bf16", "avx512_core_fp16", "avx512_core_amx",
+             "avx512_core_amx_fp16"}
+#: Data types without kernels below an instruction set (oneDNN 3.2 aborts there).
+_NEEDS = {"bf16": ("avx2_vnni_2", "avx512_core"), "f16": ("avx2_vnni_2", "avx512_core_fp16")}
+
+
+def isa_name(isa: str | None) -> str | None:
+    """A checked instruction-set name (``ONEDNN_MAX_CPU_ISA`` spelling, any case) or None."""
+    if isa is None:
+        return None
+    name = str(isa).lower()
+    if name not in _ISAS:
+        fail(Status.invalid_arguments,
+             f"unknown instruction set {isa!r}; one of {', '.join(i.upper() for i in _ISAS)}")
+    return name
+
+
+def flushes_bf16(isa: str | None) -> bool:
+    """Whether oneDNN's bf16 stores flush on ``isa`` (vcvtneps2bf16: AVX512-BF16, AVX2-VNNI-2)."""
+    return isa in _FLUSHING
+
+
+def isa_lacks(isa: str | None, dtype_name: str) -> str | None:
+    """Why oneDNN has no kernel for ``dtype_name`` on ``isa`` (None: it has, or no isa)."""
+    if isa is None or dtype_name not in _NEEDS:
+        return None
+    alt, base = _NEEDS[dtype_name]
+    if isa == alt or _ISAS.index(isa) >= _ISAS.index(base):
+        return None
+    return f"oneDNN 3.2 has no {dtype_name} kernels below {base.upper()} (or {alt.upper()})"
+
+
+def _dense(dims, strides) -> bool:
+    """Whether a strided layout covers exactly its elements (no gaps, no overlaps)."""
+    pairs = sorted((abs(st), d) for d, st in zip(dims, strides) if d != 1)
+    expect = 1
+    for st, d in pairs:
+        if st != expect:
+            return False
+        expect *= d
+    return True
+
+
+def _nxc_to_ncx(seq: Sequence[int]) -> tuple[int, ...]:
+    """N, X..., C -> N, C, X... (the permute the backend inserts for NXC; rank >= 3)."""
+    seq = tuple(seq)
+    return (seq[0], seq[-1], *seq[1:-1]) if len(seq) >= 3 else seq
+
+
+def _contiguous_strides(dims: Sequence[int]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(dims):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def prelu_kernel(src_dims, src_strides, slope_shape, fmt, isa) -> str:
+    """The ``compare=`` value of the PReLU kernel oneDNN 3.2 dispatches (forward and backward):
+    its jit kernels (``jit_prelu_fwd_t``/``jit_prelu_bwd_t``, ``prelu::get_bcast_type``) take a
+    dense src with a slope of src's shape and strides ("full") or a per-channel slope
+    ``(1, C, 1, …)`` over a plain layout with C innermost or outermost after N; every other
+    layout runs the reference kernel (``ref_prelu.cpp``)."""
+    jit = _JIT_OF.get(isa, "dnnl-jit") if isa is not None else "dnnl-jit"
+    if math.prod(src_dims) == 0 or not _dense(src_dims, src_strides):
+        return "dnnl-ref"
+    s_dims, s_st = (_nxc_to_ncx(src_dims), _nxc_to_ncx(src_strides)) if fmt == "NXC" \
+        else (tuple(src_dims), tuple(src_strides))
+    w_dims = _nxc_to_ncx(slope_shape) if fmt == "NXC" else tuple(slope_shape)
+    w_st = _nxc_to_ncx(_contiguous_strides(slope_shape)) if fmt == "NXC" \
+        else _contiguous_strides(slope_shape)
+    if w_dims == s_dims:  # "full": also the same strides
+        return jit if tuple(w_st) == tuple(s_st) else "dnnl-ref"
+    n = len(s_dims)
+    if n < 2 or w_dims[0] != 1 or w_dims[1] != s_dims[1] or any(d != 1 for d in w_dims[2:]):
+        return "dnnl-ref"
+    nc_spatial = s_st[1] == 1 or (s_st[0] >= s_st[1] and (n < 3 or s_st[1] >= s_st[2]))
+    supported = (s_st[0] >= s_st[1] and (s_st[1] <= 1 or n < 3 or s_st[1] >= s_st[2])
+                 and w_st[0] >= w_st[1])
+    return jit if nc_spatial and supported else "dnnl-ref"
+
+
+def check_library_limits(kind, attrs, ins, outs) -> None:
+    """The cases oneDNN 3.2 crashes or aborts on (an uncaught C++ exception), raised here as an
+    :class:`Error` with the status the library's own checks intend.
+
+    ``ins``/``outs`` are the compiled logical tensors (shapes known). The statuses are those
+    oneDNN's primitive API returns for the same descriptors (``prelu_desc_init``, the eltwise
+    and PReLU implementation lists); see ``docs/onednn.md``.
+    """
+    src = ins[0]
+    dts = [lt.data_type.name for lt in ins + outs]
+    if kind == OpKind.LeakyReLU:
+        if dts[0] != dts[1]:
+            fail(Status.unimplemented,
+                 f"LeakyReLU: src is {dts[0]} and dst is {dts[1]}: oneDNN 3.2 has no eltwise "
+                 "kernel converting between them (the library aborts here)")
+        return
+    fmt = attrs[OpAttr.data_format]
+    if fmt == "NXC" and len(src.dims) == 1:
+        fail(Status.invalid_shape,
+             f"{kind.name}: a 1-D src has no channel axis for data_format NXC (oneDNN 3.2 "
+             "crashes here: its NXC-to-NCX permutation needs rank >= 2)")
+    if kind == OpKind.PReLUBackward:
+        if not dts[0] == dts[2] == dts[3]:
+            fail(Status.unimplemented,
+                 f"PReLUBackward: src, diff_dst and diff_src must share a data type, got "
+                 f"{dts[0]}, {dts[2]}, {dts[3]} (the library aborts here)")
+        if tuple(ins[2].dims) != tuple(src.dims):
+            fail(Status.invalid_arguments,
+                 f"PReLUBackward: diff_dst has shape {ins[2].dims} but src has shape "
+                 f"{src.dims} (the library aborts here)")
+        if not (tuple(src.strides) == tuple(ins[2].strides) == tuple(outs[0].strides)):
+            fail(Status.unimplemented,
+                 f"PReLUBackward: src, diff_dst and diff_src must have one layout, got strides "
+                 f"{src.strides}, {ins[2].strides}, {outs[0].strides} (the library aborts here)")
+    if len(src.dims) > 5:
+        fail(Status.invalid_arguments,
+             f"{kind.name}: src has {len(src.dims)} dims; oneDNN 3.2's PReLU takes at most 5 "
+             "(the library aborts here)")
+    wei = ins[1].dims
+    pcb = attrs[OpAttr.per_channel_broadcast] if kind == OpKind.PReLU else _bwd_per_channel(wei)
+    shape = unsqueezed_slope(len(src.dims), wei, fmt, pcb)
+    if any(w not in (1, s) for w, s in zip(shape, src.dims)):
+        fail(Status.invalid_arguments,
+             f"{kind.name}: the backend reshapes the slope {tuple(wei)} to {shape}, which does "
+             f"not broadcast to src {tuple(src.dims)} (the library aborts here)")
+
+
+def plan(kind, attrs, ins, isa, flush_bf16) -> Plan:
+    """The kernel a compiled op runs (see :func:`prelu_kernel`)."""
+    if kind == OpKind.LeakyReLU:
+        return Plan("dnnl-eltwise", None, flush_bf16)
+    src, wei = ins[0], ins[1].dims
+    fmt = attrs[OpAttr.data_format]
+    pcb = attrs[OpAttr.per_channel_broadcast] if kind == OpKind.PReLU else _bwd_per_channel(wei)
+    shape = unsqueezed_slope(len(src.dims), wei, fmt, pcb)
+    return Plan(prelu_kernel(src.dims, src.strides, shape, fmt, isa), shape, flush_bf16)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,40 +443,66 @@ def _core_call(fn, *args, **kwargs):
         raise Error(Status.invalid_arguments, str(exc)) from exc
 
 
-def _relu_alpha_zero(src, dst):
-    # WORKAROUND (kernel option requested from the core): with alpha == 0 oneDNN's
-    # eltwise kernel is ``max(src, +0)`` (x86 ``maxps``): negative, -0, -inf and NaN
-    # all give +0, where ``src * 0`` would give -0 and NaN.  The core has no such
-    # option, so this one case is a select (no arithmetic) here.
+def _slope_arg(wei: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    """The slope as the core takes it: ``(1-D weight, axis)`` when one axis carries it, else
+    the slope viewed at src's rank (broadcast NumPy-style)."""
+    axes = [i for i, d in enumerate(shape) if d != 1]
+    if len(axes) == 1 and wei.size > 1:
+        return wei.reshape(-1), axes[0]
+    return wei.reshape(shape), 1
+
+
+_TINY = np.float32(2.0**-126)
+
+
+def _flush(out: np.ndarray, wide: np.ndarray) -> None:
+    """Where the float32 value ``wide`` of a bf16 result lies below 2**-126 in magnitude, the
+    result becomes a zero of its sign (vcvtneps2bf16 flushes subnormals): a select."""
     with np.errstate(invalid="ignore"):
-        np.copyto(dst, np.where(src > 0, src, np.zeros((), src.dtype)))
+        tiny = np.abs(wide) < _TINY
+    if tiny.any():
+        np.copyto(out, np.where(np.signbit(wide), out.dtype.type(-0.0), out.dtype.type(0.0)),
+                  where=tiny)
 
 
-def compute(kind, attrs, ins, outs):
+def _widened(arrays):
+    return [a.astype(np.float32) if a.dtype != np.float32 else a for a in arrays]
+
+
+def compute(kind, attrs, the_plan: Plan, ins: list[np.ndarray], outs: list[np.ndarray]) -> None:
     """Run one op: ``ins``/``outs`` are NumPy views over the tensors' buffers."""
-    if ins[0].size == 0:
-        # nothing to compute (diff_slope of an empty src is zero).  Also works around
-        # the core rejecting an empty ``out=`` as "internal overlap".
-        for out in outs[1:]:
-            out[...] = 0
-        return
     if kind == OpKind.LeakyReLU:
         alpha = attrs[OpAttr.alpha]
-        if alpha == 0:
-            _relu_alpha_zero(ins[0], outs[0])
-            return
-        _core_call(_core.leaky_relu_impl, ins[0], alpha, outs[0], compare=_COMPARE,
+        _core_call(_core.leaky_relu_impl, ins[0], alpha, outs[0], compare=the_plan.compare,
                    fname="LeakyReLU")
+        if the_plan.flush_bf16 and outs[0].dtype == _BF16:
+            wide = _core_call(_core.leaky_relu_impl, ins[0].astype(np.float32), alpha,
+                              compare=the_plan.compare, fname="LeakyReLU")
+            _flush(outs[0], wide)
         return
-    fmt = attrs[OpAttr.data_format]
-    src, wei = ins[0], ins[1]
+    src = ins[0]
+    assert the_plan.slope_shape is not None
+    wei, axis = _slope_arg(ins[1], the_plan.slope_shape)
     if kind == OpKind.PReLU:
-        axis = _slope_axis(src.ndim, wei.shape, fmt, attrs[OpAttr.per_channel_broadcast])
-        _core_call(_core.prelu_impl, src, wei, axis, outs[0], compare=_COMPARE, fname="PReLU")
+        _core_call(_core.prelu_impl, src, wei, axis, outs[0], compare=the_plan.compare,
+                   fname="PReLU")
+        if the_plan.flush_bf16 and outs[0].dtype == _BF16:
+            s32, w32 = _widened([src, wei])
+            _flush(outs[0], _core_call(_core.prelu_impl, s32, w32, axis,
+                                       compare=the_plan.compare, fname="PReLU"))
         return
-    pcb = wei.ndim == 1 and wei.shape[0] != 1
-    axis = _slope_axis(src.ndim, wei.shape, fmt, pcb)
-    diff_src, diff_slope = _core_call(_core.prelu_backward_impl, ins[2], src, wei, axis,
-                                      compare=_COMPARE, fname="PReLUBackward")
+    diff_src, acc = _core_call(_core.prelu_backward_parts, ins[2], src, wei, axis,
+                               compare=the_plan.compare, fname="PReLUBackward")
     np.copyto(outs[0], diff_src)
-    np.copyto(outs[1], diff_slope)
+    outs[1][...] = _core.round_grad_weight(acc, outs[1].dtype).reshape(outs[1].shape)
+    if the_plan.flush_bf16:
+        if outs[0].dtype == _BF16:
+            g32, s32, w32 = _widened([ins[2], src, wei])
+            wide, _ = _core_call(_core.prelu_backward_parts, g32, s32, w32, axis,
+                                 compare=the_plan.compare, fname="PReLUBackward")
+            _flush(outs[0], wide)
+        if outs[1].dtype == _BF16:
+            _flush(outs[1], _core.round_grad_weight(acc, np.float32).reshape(outs[1].shape))
+
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
