@@ -1,8 +1,8 @@
 """The public API is typed: ``mypy --strict`` on a user's script reports no error and no ``Any``.
 
 Each script below calls every public operator of the core (``leakyops``) and of the
-front-ends ``leakyops.aclnn``, ``leakyops.ascendc``, ``leakyops.torch`` and ``leakyops.dask``
-the way a user would, with a ``reveal_type`` around each result. The test runs mypy in a
+front-ends ``leakyops.aclnn``, ``leakyops.ascendc``, ``leakyops.onednn``, ``leakyops.torch``
+and ``leakyops.dask`` the way a user would, with a ``reveal_type`` around each result. The test runs mypy in a
 subprocess (on the installed package, through its ``py.typed`` marker) and checks that
 
 - mypy reports no error under ``--strict``;
@@ -14,8 +14,7 @@ subprocess (on the installed package, through its ``py.typed`` marker) and check
 
 A script of misuses checks the other direction: mypy flags exactly the lines marked
 ``# E``, so the annotations are not ``Any`` in disguise. The scripts also run (each in a
-fresh interpreter), so what they say matches what the code does. ``leakyops.onednn`` is not
-covered yet: its annotations come with its rewrite.
+fresh interpreter), so what they say matches what the code does.
 """
 
 from __future__ import annotations
@@ -185,6 +184,54 @@ with ac.AICore() as core:
     reveal_type(core.ub)  # reveals: UnifiedBuffer
 """
 
+ONEDNN = """\
+import numpy as np
+
+from leakyops import onednn as dg
+
+# the oneDNN Graph API's flow: logical tensors, an op, a graph, a partition, compile, execute
+x = np.linspace(-2.0, 2.0, 120, dtype=np.float32).reshape(2, 3, 4, 5)
+w = np.array([0.25, 0.5, 2.0], np.float32)
+src = dg.LogicalTensor(0, dg.DataType.f32, (2, 3, 4, 5))
+slope = dg.LogicalTensor(1, dg.DataType.f32, [3])
+dst = dg.LogicalTensor(2, dg.DataType.f32, ndims=-1)
+reveal_type(src)  # reveals: LogicalTensor
+reveal_type(src.get_dims())  # reveals: list[int]
+reveal_type(src.get_strides())  # reveals: list[int]
+reveal_type(src.get_mem_size())  # reveals: int
+reveal_type(src.get_data_type())  # reveals: DataType
+reveal_type(src.shape)  # reveals: tuple[int, ...] | None
+op = dg.Op(0, dg.OpKind.PReLU, "prelu", [src, slope], [dst])
+op.set_attr(dg.OpAttr.data_format, "NCX")
+op.set_attr("per_channel_broadcast", True)
+reveal_type(op.get_attr(dg.OpAttr.data_format))  # reveals: float | bool | str
+g = dg.Graph(dg.EngineKind.cpu)
+reveal_type(g.add_op(op))  # reveals: Status | None
+g.finalize()
+parts = g.get_partitions()
+reveal_type(parts)  # reveals: list[leakyops.onednn._graph.Partition]
+reveal_type(parts[0].get_input_ports())  # reveals: list[leakyops.onednn._graph.LogicalTensor]
+reveal_type(parts[0].is_supported())  # reveals: bool
+eng = dg.Engine(dg.EngineKind.cpu, 0, isa="AVX512_CORE_BF16")
+reveal_type(eng.flushes_bf16)  # reveals: bool
+cp = parts[0].compile([src, slope], [dst], eng)
+reveal_type(cp)  # reveals: CompiledPartition
+out_lt = cp.query_logical_tensor(2)
+reveal_type(out_lt)  # reveals: LogicalTensor
+reveal_type(cp.get_inplace_ports())  # reveals: list[tuple[int, int]]
+out = dg.Tensor(out_lt, eng)
+strm = dg.Stream(eng)
+reveal_type(cp.execute(strm, [dg.Tensor(src, eng, x), dg.Tensor(slope, eng, w)], [out]))  # reveals: None
+strm.wait()
+reveal_type(out.to_numpy())  # reveals: numpy.ndarray[tuple[int, ...], numpy.dtype[numpy.generic[float]]]
+reveal_type(out.get_data_handle())  # any: the buffer is whatever array the caller gave
+reveal_type(dg.data_type_of(np.float16))  # reveals: DataType
+try:
+    dg.Engine(dg.EngineKind.gpu, 0)
+except dg.Error as e:
+    reveal_type(e.status)  # reveals: Status
+"""
+
 FRAMEWORKS = """\
 import numpy as np
 import torch
@@ -222,6 +269,7 @@ import leakyops.dask as lod
 import leakyops.torch as lt
 from leakyops import aclnn
 from leakyops import ascendc as ac
+from leakyops import onednn as dg
 
 x = np.ones(3, np.float32)
 leakyops.leaky_relu(x, "0.1")  # E: a string slope
@@ -238,6 +286,8 @@ ac.LeakyRelu(x, x, 0.1, 4)  # E: LocalTensors, not arrays
 ac.launch(kernel=1, block_dim=1)  # E: a kernel is callable
 lt.leaky_relu(x)  # E: a tensor, not an array
 lod.leaky_relu(x, "0.1")  # E: a string slope
+dg.LogicalTensor(0, dg.DataType.f32, (2, 3), strides="1")  # E: strides are ints
+dg.Engine(dg.EngineKind.cpu, 0, "AVX2")  # E: isa is keyword-only
 """
 
 
@@ -270,6 +320,7 @@ def mypy_cache(tmp_path_factory):
 SCRIPTS = {
     "core": CORE,
     "vendors": VENDORS,
+    "onednn": ONEDNN,
     "frameworks": pytest.param(FRAMEWORKS, marks=pytest.mark.slow),  # torch's stubs: ~15 s cold
 }
 
