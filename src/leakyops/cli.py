@@ -17,8 +17,8 @@ This module only translates command lines and files into calls of :mod:`leakyops
 of a front-end's public API, for ``--semantics onednn``); the arithmetic of the operators is
 done there. Files and progress are :mod:`leakyops._cli_io`, the operators under each
 semantics and the generated data :mod:`leakyops._cli_ops`, the standards
-:mod:`leakyops._verify`. ``demo`` checks the core against the naive references of
-:mod:`leakyops._reference` (the tests' references too).
+:mod:`leakyops._verify`, the demo :mod:`leakyops._demo`; the operators' list, arrays and
+parameters come from the operator table (:mod:`leakyops._operators`).
 """
 
 from __future__ import annotations
@@ -34,12 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from leakyops import _reference as reference
 from leakyops._operators import OPERATORS, OPS, SUMS
 from leakyops._cli_io import BF16, BF16_NPY, CLIError, Progress, ReportFile, first_line, np_dtype
 from leakyops._cli_ops import SEMANTICS, SEMANTICS_RULES
-from leakyops._cli_ops import random_tensor as _random_tensor
-from leakyops._cli_ops import special_values as _special_values
 
 __all__ = ["main"]
 
@@ -212,13 +209,6 @@ def _version() -> str:
         return version("leakyops")
     except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
         return "unknown"
-
-
-def _core():
-    """The functional core (imported lazily so that ``verify`` and ``--help`` stay light)."""
-    from leakyops import _core as core
-
-    return core
 
 
 def _dname(dtype) -> str:
@@ -705,266 +695,10 @@ def cmd_bench(args) -> int:
 # --------------------------------------------------------------------------- demo
 
 
-class _Checks:
-    def __init__(self):
-        self.results = []
-
-    def add(self, name: str, passed: bool, detail: str = "") -> None:
-        self.results.append((name, bool(passed), detail))
-        mark = "PASS" if passed else "FAIL"
-        _out(f"  {mark}  {name}" + (f"  -- {detail}" if detail and not passed else ""))
-
-    def compare(self, name: str, actual, expected, standard: str = "exact") -> None:
-        from leakyops import _verify
-
-        actual = np.asarray(actual)
-        expected = np.asarray(expected)
-        if actual.shape != expected.shape or actual.dtype != expected.dtype:
-            self.add(name, False, f"got {_dname(actual.dtype)} {list(actual.shape)},"
-                                  f" expected {_dname(expected.dtype)} {list(expected.shape)}")
-            return
-        cmp = _verify.compare(actual, expected, standard)
-        detail = ""
-        if not cmp.passed:
-            w = cmp.worst[0] if cmp.worst else None
-            detail = f"{cmp.over} of {cmp.elements} elements differ ({standard})"
-            if w:
-                detail += f", e.g. at {list(w[0])}: expected {w[1]!r}, got {w[2]!r}"
-        self.add(name, cmp.passed, detail)
-
-    def run(self, name: str, fn) -> None:
-        """Run a check that may raise (a core error is a failed check, not a crash)."""
-        try:
-            fn()
-        except Exception as exc:  # noqa: BLE001 - report and continue
-            self.add(name, False, f"{type(exc).__name__}: {first_line(exc)}")
-
-
-def _demo_vendor(checks: _Checks) -> None:
-    core = _core()
-    f32 = np.float32
-    _out("vendor documented examples (aclnn and Ascend C API docs)")
-
-    def lr():
-        y = core.leaky_relu_impl(np.array([1, 2, 3, 4], f32), 0.01, slope_dtype=np.float32)
-        checks.compare("aclnnLeakyRelu: {1,2,3,4}, slope 0.01 -> {1,2,3,4}", y, np.array([1, 2, 3, 4], f32))
-
-    def lrb():
-        gi = core.leaky_relu_backward_impl(np.array([2, 3, 4, 5], f32), np.array([1, 2, 3, 4], f32), 0.01, True,
-                                           slope_dtype=np.float32)
-        checks.compare("aclnnLeakyReluBackward: grad {2,3,4,5}, self {1,2,3,4}, selfIsResult -> {2,3,4,5}",
-                       gi, np.array([2, 3, 4, 5], f32))
-
-    def prb():
-        x = np.arange(8, dtype=f32).reshape(4, 2)
-        gi, gw = core.prelu_backward_impl(np.ones((4, 2), f32), x, np.array([0.5, 0.5], f32), 1)
-        checks.compare("aclnnPreluBackward: gradInput {0.5,1,1,1,1,1,1,1}", gi,
-                       np.array([0.5, 1, 1, 1, 1, 1, 1, 1], f32).reshape(4, 2))
-        checks.compare("aclnnPreluBackward: gradWeight {0,0}", gw, np.array([0, 0], f32))
-
-    def ascendc_1():
-        x = np.arange(1, 513, dtype=np.float16)
-        x[:2] = -x[:2]
-        y = core.leaky_relu_impl(x, 2.0, compare=">=", slope_dtype="storage")
-        expected = x.copy()
-        expected[:2] = np.array([-2, -4], np.float16)
-        checks.compare("Ascend C LeakyRelu (half, scalar 2, 512): [-1,-2,3..512] -> [-2,-4,3..512]", y, expected)
-
-    def ascendc_2():
-        x = np.array([-287, 246, -438, 177, 596, -950, -293, 322], np.float16)
-        y = core.leaky_relu_impl(x, 0.001, compare=">=", slope_dtype="storage")
-        expected = np.array([-0.287, 246, -0.438, 177, 596, -0.950, -0.293, 322], np.float16)
-        checks.compare("Ascend C LeakyRelu (half, scalar 0.001): documented output to half precision",
-                       y, expected, "double-thousandth")
-
-    for name, fn in (("aclnnLeakyRelu", lr), ("aclnnLeakyReluBackward", lrb), ("aclnnPreluBackward", prb),
-                     ("Ascend C LeakyRelu example 1", ascendc_1), ("Ascend C LeakyRelu example 2", ascendc_2)):
-        checks.run(name, fn)
-
-
-def _demo_random(checks: _Checks, dtypes) -> None:
-    core = _core()
-    _out("random data vs a naive NumPy reference (bit-exact; grad_weight to the relative-error standard)")
-    for dname in dtypes:
-        _demo_random_dtype(checks, core, dname)
-
-
-def _demo_random_dtype(checks: _Checks, core, dname: str) -> None:
-    dt = _np_dtype(dname)
-    rng = np.random.default_rng(20240611)
-    x = _random_tensor(rng, (3, 257), dt, "normal")
-    g = _random_tensor(rng, (3, 257), dt, "normal")
-    x4 = _random_tensor(rng, (2, 3, 5, 7), dt, "normal")
-    g4 = _random_tensor(rng, (2, 3, 5, 7), dt, "normal")
-    w3 = _random_tensor(rng, (3,), dt, "normal")
-    w7 = _random_tensor(rng, (7,), dt, "normal")
-    w1 = _random_tensor(rng, (1,), dt, "normal")
-    tag = f"{dname:<9}"
-
-    def c(name, fn):
-        checks.run(f"{name:<21} {tag}", fn)
-
-    c("leaky_relu", lambda: checks.compare(
-        f"leaky_relu            {tag} (3, 257), slope 0.01",
-        core.leaky_relu_impl(x, 0.01), reference.leaky_relu(x, 0.01)))
-    c("leaky_relu strided", lambda: checks.compare(
-        f"leaky_relu            {tag} strided view [:, ::-3], slope -1.5",
-        core.leaky_relu_impl(x[:, ::-3], -1.5), reference.leaky_relu(x[:, ::-3], -1.5)))
-
-    def inplace():
-        buf = x.copy()
-        r = core.leaky_relu_impl(buf, 0.2, out=buf)
-        checks.compare(f"leaky_relu_           {tag} in place, slope 0.2", buf, reference.leaky_relu(x, 0.2))
-        if r is not None and np.asarray(r).ctypes.data != buf.ctypes.data:
-            checks.add(f"leaky_relu_           {tag} returns its out", False, "result is not the out array")
-
-    c("leaky_relu_", inplace)
-    c("leaky_relu_backward", lambda: checks.compare(
-        f"leaky_relu_backward   {tag} (3, 257), slope 0.01",
-        core.leaky_relu_backward_impl(g, x, 0.01), reference.leaky_relu_backward(g, x, 0.01)))
-    c("leaky_relu_backward b", lambda: checks.compare(
-        f"leaky_relu_backward   {tag} grad (3, 1) broadcast, self_is_result, slope 0.5",
-        core.leaky_relu_backward_impl(g[:, :1], x, 0.5, True), reference.leaky_relu_backward(g[:, :1], x, 0.5)))
-    c("prelu", lambda: checks.compare(
-        f"prelu                 {tag} NCHW (2, 3, 5, 7), 3 channels",
-        core.prelu_impl(x4, w3, 1), reference.prelu(x4, w3, 1)))
-    c("prelu channels-last", lambda: checks.compare(
-        f"prelu                 {tag} channels-last axis=-1, 7 channels",
-        core.prelu_impl(x4, w7, -1), reference.prelu(x4, w7, -1)))
-
-    def pb(weight, axis, label):
-        gi, gw = core.prelu_backward_impl(g4, x4, weight, axis)
-        rgi, rgw = reference.prelu_backward(g4, x4, weight, axis)
-        checks.compare(f"prelu_backward        {tag} {label} grad_input", gi, rgi)
-        checks.compare(f"prelu_backward        {tag} {label} grad_weight", gw, rgw, "relative-error")
-
-    c("prelu_backward", lambda: pb(w3, 1, "NCHW, 3 channels"))
-    c("prelu_backward shared", lambda: pb(w1, 1, "one shared weight"))
-
-
-def _demo_special(checks: _Checks, dtypes) -> None:
-    core = _core()
-    _out("special values (+-0, +-inf, NaN, subnormals, extremes), slopes 0.01, 0, -2, 3")
-    for dname in dtypes:
-        _demo_special_dtype(checks, core, dname)
-
-
-def _demo_special_dtype(checks: _Checks, core, dname: str) -> None:
-    dt = _np_dtype(dname)
-    s = _special_values(dt)
-    x = np.concatenate([s, np.repeat(s, s.size)])  # every special against every special below
-    g = np.concatenate([s[::-1], np.tile(s, s.size)])
-    tag = f"{dname:<9}"
-    ok = True
-    detail = ""
-
-    def check_all():
-        nonlocal ok, detail
-        from leakyops import _verify
-
-        for slope in (0.01, 0.0, -2.0, 3.0):
-            cases = [
-                ("leaky_relu", core.leaky_relu_impl(x, slope), reference.leaky_relu(x, slope)),
-                ("leaky_relu_backward", core.leaky_relu_backward_impl(g, x, slope),
-                 reference.leaky_relu_backward(g, x, slope)),
-            ]
-            w = np.array([slope], dtype=dt)
-            cases.append(("prelu", core.prelu_impl(x, w, 0), reference.prelu(x, w, 0)))
-            gi, _ = core.prelu_backward_impl(g, x, w, 0)
-            cases.append(("prelu_backward grad_input", gi, reference.prelu_backward(g, x, w, 0)[0]))
-            buf = x.copy()
-            core.leaky_relu_impl(buf, slope, out=buf)
-            cases.append(("leaky_relu_", buf, reference.leaky_relu(x, slope)))
-            for name, got, want in cases:
-                got = np.asarray(got)
-                if got.dtype != want.dtype or got.shape != want.shape:
-                    ok, detail = False, f"{name}, slope {slope}: dtype/shape differ"
-                    return
-                cmp = _verify.compare(got, want, "exact")
-                if not cmp.passed:
-                    i = cmp.worst[0][0][0]
-                    ok = False
-                    detail = (f"{name}, slope {slope}: x={float(x[i])!r}: expected"
-                              f" {float(want[i])!r}, got {float(got[i])!r}")
-                    return
-
-    try:
-        check_all()
-    except Exception as exc:  # noqa: BLE001
-        ok, detail = False, f"{type(exc).__name__}: {first_line(exc)}"
-    checks.add(f"all five operators    {tag} {x.size} special inputs x 4 slopes", ok, detail)
-
-
-def _best_time(fn, min_time: float = 0.2, max_reps: int = 20) -> float:
-    """The best of repeated calls of ``fn`` (at least 3, until ``min_time`` s or ``max_reps``).
-
-    The demo's own timer, so that its one-line speed summary does not depend on the benchmark
-    runner (``leakyops._bench``), which has its own rules and changes on its own.
-    """
-    import time
-
-    best = math.inf
-    start = time.perf_counter()
-    for rep in range(max_reps):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-        if rep >= 2 and time.perf_counter() - start >= min_time:
-            break
-    return best
-
-
-def _demo_speed(n: int) -> list[str]:
-    core = _core()
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal(n).astype(np.float32)
-    y = np.empty_like(x)
-    core.leaky_relu_impl(x, 0.01, out=y)  # compile / warm up
-    t_op = _best_time(lambda: core.leaky_relu_impl(x, 0.01, out=y))
-    t_cp = _best_time(lambda: np.copyto(y, x))
-    nbytes = 2 * x.nbytes
-    gbs_op, gbs_cp = nbytes / t_op / 1e9, nbytes / t_cp / 1e9
-    try:
-        import leakyops
-
-        threads = leakyops.get_num_threads()
-    except Exception:  # noqa: BLE001 - informational only
-        threads = "?"
-    return [
-        f"speed (float32 leaky_relu, {n:,} elements, {threads} thread(s); bytes read + written per second)",
-        f"  leakyops.leaky_relu   {gbs_op:8.2f} GB/s   ({t_op * 1e3:.3f} ms)",
-        f"  numpy copyto          {gbs_cp:8.2f} GB/s   ({t_cp * 1e3:.3f} ms)",
-        f"  ratio to copy         {gbs_op / gbs_cp:8.2f}",
-    ]
-
-
 def cmd_demo(args) -> int:
-    dtypes = args.dtypes or ("float16", "bfloat16", "float32", "float64")
-    _out(f"leakyops {_version()} demo: every operator on built-in data")
-    _out("")
-    checks = _Checks()
-    _demo_vendor(checks)
-    _out("")
-    _demo_random(checks, dtypes)
-    _out("")
-    _demo_special(checks, dtypes)
-    _out("")
-    if not args.no_speed:
-        try:
-            for line in _demo_speed(args.speed_size):
-                _out(line)
-        except Exception as exc:  # noqa: BLE001 - the speed summary is informational
-            _out(f"speed: not measured ({type(exc).__name__}: {first_line(exc)})")
-        _out("")
-    failed = [name for name, ok, _ in checks.results if not ok]
-    total = len(checks.results)
-    if failed:
-        _out(f"conformance: FAIL ({total - len(failed)} of {total} checks pass)")
-        for name in failed:
-            _out(f"  failed: {name.strip()}")
-        return 1
-    _out(f"conformance: PASS ({total} of {total} checks pass)")
-    return 0
+    from leakyops import _demo
+
+    return _demo.run(_version(), args.dtypes, None if args.no_speed else args.speed_size)
 
 
 # --------------------------------------------------------------------------- parser

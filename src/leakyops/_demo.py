@@ -1,0 +1,319 @@
+"""``leakyops demo``: every operator on built-in data, a conformance report and a speed line.
+
+Three groups of checks, one PASS/FAIL line each:
+
+1. the vendors' documented examples (aclnn and Ascend C API docs), under their options;
+2. random data of each dtype (contiguous, strided, a broadcast gradient, in place, NCHW and
+   channels-last PReLU, a shared weight) bit for bit against the naive references of
+   :mod:`leakyops._reference`; sums (``grad_weight``) to the relative-error standard, since
+   their order of summation is the library's;
+3. the special values (±0, ±inf, NaN, subnormals, the extremes), every value against every
+   value as (input, gradient) pairs, for every operator of the table, with four slopes;
+
+then the speed of float32 ``leaky_relu`` against a NumPy copy of the same bytes. Every
+operator is reached through the operator table (:mod:`leakyops._operators`). Needs no
+optional dependency.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+
+import numpy as np
+
+from leakyops import _verify
+from leakyops._cli_io import first_line, np_dtype
+from leakyops._cli_ops import random_tensor, special_values
+from leakyops._operators import DTYPES, OPERATORS, SUMS
+from leakyops._verify import dtype_name
+
+__all__ = ["run"]
+
+
+def _out(text: str = "") -> None:
+    print(text, flush=False)
+
+
+def _call(op: str, arrays: dict, params: dict | None = None, **options) -> dict:
+    return OPERATORS[op].call(arrays, params, **options)
+
+
+class _Checks:
+    """The checks' results, each printed as it comes."""
+
+    def __init__(self):
+        self.results = []
+
+    def add(self, name: str, passed: bool, detail: str = "") -> None:
+        self.results.append((name, bool(passed), detail))
+        mark = "PASS" if passed else "FAIL"
+        _out(f"  {mark}  {name}" + (f"  -- {detail}" if detail and not passed else ""))
+
+    def compare(self, name: str, actual, expected, standard: str = "exact") -> None:
+        actual = np.asarray(actual)
+        expected = np.asarray(expected)
+        if actual.shape != expected.shape or actual.dtype != expected.dtype:
+            self.add(name, False, f"got {dtype_name(actual.dtype)} {list(actual.shape)},"
+                                  f" expected {dtype_name(expected.dtype)} {list(expected.shape)}")
+            return
+        cmp = _verify.compare(actual, expected, standard)
+        detail = ""
+        if not cmp.passed:
+            w = cmp.worst[0] if cmp.worst else None
+            detail = f"{cmp.over} of {cmp.elements} elements differ ({standard})"
+            if w:
+                detail += f", e.g. at {list(w[0])}: expected {w[1]!r}, got {w[2]!r}"
+        self.add(name, cmp.passed, detail)
+
+    def run(self, name: str, fn) -> None:
+        """Run a check that may raise (a core error is a failed check, not a crash)."""
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - report and continue
+            self.add(name, False, f"{type(exc).__name__}: {first_line(exc)}")
+
+    def operator(self, op: str, head: str, what: str, arrays: dict, params: dict) -> None:
+        """The core against the reference on ``arrays``, one check per output, named ``head
+        what`` (and the output where there are several). An in-place operator runs on a copy
+        of ``x``, and must return it."""
+        spec = OPERATORS[op]
+        expected = spec.reference(arrays, params)
+        if spec.in_place:
+            buf = arrays["x"].copy()
+            result = spec.call({**arrays, "x": buf}, params)["y"]
+            self.compare(f"{head} {what}", buf, expected["y"])
+            if result is not buf:
+                self.add(f"{head} returns its out", False, "result is not the out array")
+            return
+        results = spec.call(arrays, params)
+        for name in spec.outputs:
+            self.compare(f"{head} {what}" + (f" {name}" if len(spec.outputs) > 1 else ""), results[name],
+                         expected[name], "relative-error" if name in SUMS else "exact")
+
+
+# --------------------------------------------------------------------------- the vendors' examples
+
+
+def _vendor(checks: _Checks) -> None:
+    f32 = np.float32
+    _out("vendor documented examples (aclnn and Ascend C API docs)")
+    aclnn = {"slope_dtype": np.float32}  # aclnn converts the scalar to float (ToFloat)
+    ascendc = {"compare": ">=", "slope_dtype": "storage"}  # src >= 0 keeps src; the scalar in half
+
+    def lr():
+        y = _call("leaky_relu", {"x": np.array([1, 2, 3, 4], f32)}, {"slope": 0.01}, **aclnn)["y"]
+        checks.compare("aclnnLeakyRelu: {1,2,3,4}, slope 0.01 -> {1,2,3,4}", y, np.array([1, 2, 3, 4], f32))
+
+    def lrb():
+        arrays = {"grad_output": np.array([2, 3, 4, 5], f32), "x": np.array([1, 2, 3, 4], f32)}
+        gi = _call("leaky_relu_backward", arrays, {"slope": 0.01, "self_is_result": True}, **aclnn)["grad_input"]
+        checks.compare("aclnnLeakyReluBackward: grad {2,3,4,5}, self {1,2,3,4}, selfIsResult -> {2,3,4,5}",
+                       gi, np.array([2, 3, 4, 5], f32))
+
+    def prb():
+        x = np.arange(8, dtype=f32).reshape(4, 2)
+        arrays = {"grad_output": np.ones((4, 2), f32), "x": x, "weight": np.array([0.5, 0.5], f32)}
+        r = _call("prelu_backward", arrays)
+        checks.compare("aclnnPreluBackward: gradInput {0.5,1,1,1,1,1,1,1}", r["grad_input"],
+                       np.array([0.5, 1, 1, 1, 1, 1, 1, 1], f32).reshape(4, 2))
+        checks.compare("aclnnPreluBackward: gradWeight {0,0}", r["grad_weight"], np.array([0, 0], f32))
+
+    def ascendc_1():
+        x = np.arange(1, 513, dtype=np.float16)
+        x[:2] = -x[:2]
+        y = _call("leaky_relu", {"x": x}, {"slope": 2.0}, **ascendc)["y"]
+        expected = x.copy()
+        expected[:2] = np.array([-2, -4], np.float16)
+        checks.compare("Ascend C LeakyRelu (half, scalar 2, 512): [-1,-2,3..512] -> [-2,-4,3..512]", y, expected)
+
+    def ascendc_2():
+        x = np.array([-287, 246, -438, 177, 596, -950, -293, 322], np.float16)
+        y = _call("leaky_relu", {"x": x}, {"slope": 0.001}, **ascendc)["y"]
+        expected = np.array([-0.287, 246, -0.438, 177, 596, -0.950, -0.293, 322], np.float16)
+        # the documented output is rounded decimals: to half precision, not bit for bit
+        checks.compare("Ascend C LeakyRelu (half, scalar 0.001): documented output to half precision",
+                       y, expected, "double-thousandth")
+
+    for name, fn in (("aclnnLeakyRelu", lr), ("aclnnLeakyReluBackward", lrb), ("aclnnPreluBackward", prb),
+                     ("Ascend C LeakyRelu example 1", ascendc_1), ("Ascend C LeakyRelu example 2", ascendc_2)):
+        checks.run(name, fn)
+
+
+# --------------------------------------------------------------------------- random data
+
+
+def _random(checks: _Checks, dtypes) -> None:
+    _out("random data vs a naive NumPy reference (bit-exact; grad_weight to the relative-error standard)")
+    for dname in dtypes:
+        _random_dtype(checks, dname)
+
+
+def _random_dtype(checks: _Checks, dname: str) -> None:
+    dt = np_dtype(dname)
+    rng = np.random.default_rng(20240611)
+    x = random_tensor(rng, (3, 257), dt, "normal")
+    g = random_tensor(rng, (3, 257), dt, "normal")
+    x4 = random_tensor(rng, (2, 3, 5, 7), dt, "normal")
+    g4 = random_tensor(rng, (2, 3, 5, 7), dt, "normal")
+    w3 = random_tensor(rng, (3,), dt, "normal")
+    w7 = random_tensor(rng, (7,), dt, "normal")
+    w1 = random_tensor(rng, (1,), dt, "normal")
+    tag = f"{dname:<9}"
+    # (the name a crash is reported under, the operator, what the case is, its arrays and parameters)
+    cases = [
+        ("leaky_relu", "leaky_relu", "(3, 257), slope 0.01", {"x": x}, {"slope": 0.01}),
+        ("leaky_relu strided", "leaky_relu", "strided view [:, ::-3], slope -1.5", {"x": x[:, ::-3]},
+         {"slope": -1.5}),
+        ("leaky_relu_", "leaky_relu_", "in place, slope 0.2", {"x": x}, {"slope": 0.2}),
+        ("leaky_relu_backward", "leaky_relu_backward", "(3, 257), slope 0.01", {"grad_output": g, "x": x},
+         {"slope": 0.01}),
+        ("leaky_relu_backward b", "leaky_relu_backward", "grad (3, 1) broadcast, self_is_result, slope 0.5",
+         {"grad_output": g[:, :1], "x": x}, {"slope": 0.5, "self_is_result": True}),
+        ("prelu", "prelu", "NCHW (2, 3, 5, 7), 3 channels", {"x": x4, "weight": w3}, {"axis": 1}),
+        ("prelu channels-last", "prelu", "channels-last axis=-1, 7 channels", {"x": x4, "weight": w7},
+         {"axis": -1}),
+        ("prelu_backward", "prelu_backward", "NCHW, 3 channels", {"grad_output": g4, "x": x4, "weight": w3},
+         {"axis": 1}),
+        ("prelu_backward shared", "prelu_backward", "one shared weight",
+         {"grad_output": g4, "x": x4, "weight": w1}, {"axis": 1}),
+    ]
+    for name, op, what, arrays, params in cases:
+        check = functools.partial(checks.operator, op, f"{op:<21} {tag}", what, arrays, params)
+        checks.run(f"{name:<21} {tag}", check)
+
+
+# --------------------------------------------------------------------------- special values
+
+
+def _special(checks: _Checks, dtypes) -> None:
+    _out("special values (+-0, +-inf, NaN, subnormals, extremes), slopes 0.01, 0, -2, 3")
+    for dname in dtypes:
+        _special_dtype(checks, dname)
+
+
+def _first_mismatch(dt, x, slope) -> str:
+    """The first output of the table's operators that differs from its reference, in words ("" if none).
+
+    ``grad_weight`` is left out: one NaN or infinity among its terms makes the value of the
+    sum depend on their order.
+    """
+    s = special_values(dt)
+    grad = np.concatenate([s[::-1], np.tile(s, s.size)])
+    pool = {"x": x, "grad_output": grad, "weight": np.array([slope], dtype=dt)}
+    params = {"slope": slope, "axis": 0}
+    for spec in OPERATORS.values():
+        arrays = {name: pool[name] for name in spec.inputs}
+        expected = spec.reference(arrays, params)
+        if spec.in_place:
+            buf = x.copy()
+            spec.call({**arrays, "x": buf}, params)
+            results = {"y": buf}
+        else:
+            results = spec.call(arrays, params)
+        for out in spec.outputs:
+            if out in SUMS:
+                continue
+            name = spec.name + (f" {out}" if len(spec.outputs) > 1 else "")
+            got, want = np.asarray(results[out]), expected[out]
+            if got.dtype != want.dtype or got.shape != want.shape:
+                return f"{name}, slope {slope}: dtype/shape differ"
+            cmp = _verify.compare(got, want, "exact")
+            if not cmp.passed:
+                i = cmp.worst[0][0][0]
+                return (f"{name}, slope {slope}: x={float(x[i])!r}: expected"
+                        f" {float(want[i])!r}, got {float(got[i])!r}")
+    return ""
+
+
+def _special_dtype(checks: _Checks, dname: str) -> None:
+    dt = np_dtype(dname)
+    s = special_values(dt)
+    x = np.concatenate([s, np.repeat(s, s.size)])  # every special against every special (the gradient)
+    detail = ""
+    try:
+        for slope in (0.01, 0.0, -2.0, 3.0):
+            detail = _first_mismatch(dt, x, slope)
+            if detail:
+                break
+    except Exception as exc:  # noqa: BLE001
+        detail = f"{type(exc).__name__}: {first_line(exc)}"
+    checks.add(f"all five operators    {dname:<9} {x.size} special inputs x 4 slopes", not detail, detail)
+
+
+# --------------------------------------------------------------------------- speed
+
+
+def _best_time(fn, min_time: float = 0.2, max_reps: int = 20) -> float:
+    """The best of repeated calls of ``fn`` (at least 3, until ``min_time`` s or ``max_reps``).
+
+    The demo's own timer, so that its one-line speed summary does not depend on the benchmark
+    runner (``leakyops._bench``), which has its own rules and changes on its own.
+    """
+    best = math.inf
+    start = time.perf_counter()
+    for rep in range(max_reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+        if rep >= 2 and time.perf_counter() - start >= min_time:
+            break
+    return best
+
+
+def _speed(n: int) -> list[str]:
+    import leakyops
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = np.empty_like(x)
+    leakyops.leaky_relu(x, 0.01, out=y)  # compile / warm up
+    t_op = _best_time(lambda: leakyops.leaky_relu(x, 0.01, out=y))
+    t_cp = _best_time(lambda: np.copyto(y, x))
+    nbytes = OPERATORS["leaky_relu"].bytes_moved(x.size, x.itemsize)
+    gbs_op, gbs_cp = nbytes / t_op / 1e9, nbytes / t_cp / 1e9
+    try:
+        threads = leakyops.get_num_threads()
+    except Exception:  # noqa: BLE001 - informational only
+        threads = "?"
+    return [
+        f"speed (float32 leaky_relu, {n:,} elements, {threads} thread(s); bytes read + written per second)",
+        f"  leakyops.leaky_relu   {gbs_op:8.2f} GB/s   ({t_op * 1e3:.3f} ms)",
+        f"  numpy copyto          {gbs_cp:8.2f} GB/s   ({t_cp * 1e3:.3f} ms)",
+        f"  ratio to copy         {gbs_op / gbs_cp:8.2f}",
+    ]
+
+
+def run(version: str, dtypes=None, speed_size: int | None = 1 << 22) -> int:
+    """The demo's report on stdout; returns the exit status (0 iff every check passes).
+
+    ``dtypes``: names (default: all four); ``speed_size``: elements of the speed line
+    (``None``: no speed line).
+    """
+    dtypes = dtypes or tuple(DTYPES)
+    _out(f"leakyops {version} demo: every operator on built-in data")
+    _out("")
+    checks = _Checks()
+    _vendor(checks)
+    _out("")
+    _random(checks, dtypes)
+    _out("")
+    _special(checks, dtypes)
+    _out("")
+    if speed_size is not None:
+        try:
+            for line in _speed(speed_size):
+                _out(line)
+        except Exception as exc:  # noqa: BLE001 - the speed summary is informational
+            _out(f"speed: not measured ({type(exc).__name__}: {first_line(exc)})")
+        _out("")
+    failed = [name for name, ok, _ in checks.results if not ok]
+    total = len(checks.results)
+    if failed:
+        _out(f"conformance: FAIL ({total - len(failed)} of {total} checks pass)")
+        for name in failed:
+            _out(f"  failed: {name.strip()}")
+        return 1
+    _out(f"conformance: PASS ({total} of {total} checks pass)")
+    return 0
