@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-from ._cases import CHANNELS, SLOPE, SLOPE_INPLACE, TRAFFIC, base_op, inputs, np_dtype
+from ._cases import CHANNELS, inputs, np_dtype, operator_of, slope_of
 
 
 class Unavailable(Exception):
@@ -43,27 +43,31 @@ def _threads() -> int:
 # leakyops
 
 
+# Each timed call is written out as a user writes it: a call assembled from the operator
+# table (``fn(*args, out=out)``) would time Python overhead of its own, visible at small sizes.
+
+
 def leakyops_peer(op, dtype, shape):
     import leakyops
 
     a = inputs(op, dtype, shape)
-    x = a["x"]
+    x, s = a["x"], slope_of(op)
     out = np.empty_like(x)
     if op == "leaky_relu:alloc":
-        return lambda: leakyops.leaky_relu(x, SLOPE)
+        return lambda: leakyops.leaky_relu(x, s)
     if op == "prelu_backward:fresh":
-        return lambda: leakyops.prelu_backward(a["g"], x, a["w"])
+        return lambda: leakyops.prelu_backward(a["grad_output"], x, a["weight"])
     if op == "leaky_relu":
-        return lambda: leakyops.leaky_relu(x, SLOPE, out=out)
+        return lambda: leakyops.leaky_relu(x, s, out=out)
     if op == "leaky_relu_":
-        return lambda: leakyops.leaky_relu_(x, SLOPE_INPLACE)
+        return lambda: leakyops.leaky_relu_(x, s)
     if op == "leaky_relu_backward":
-        g = a["g"]
-        return lambda: leakyops.leaky_relu_backward(g, x, SLOPE, out=out)
-    w = a["w"]
+        g = a["grad_output"]
+        return lambda: leakyops.leaky_relu_backward(g, x, s, out=out)
+    w = a["weight"]
     if op == "prelu":
         return lambda: leakyops.prelu(x, w, out=out)
-    g, gw = a["g"], np.empty_like(w)
+    g, gw = a["grad_output"], np.empty_like(w)
     return lambda: leakyops.prelu_backward(g, x, w, out=(out, gw))
 
 
@@ -91,20 +95,20 @@ def torch_peer(op, dtype, shape):
     torch = _torch()
     a = {k: _to_torch(torch, v) for k, v in inputs(op, dtype, shape).items()}
     aten = torch.ops.aten
-    x = a["x"]
+    x, s = a["x"], slope_of(op)
     out = torch.empty_like(x)
     if op == "leaky_relu:alloc":
         f = torch.nn.functional.leaky_relu
-        return lambda: f(x, SLOPE)
-    op = base_op(op)  # prelu_backward allocates its results anyway
+        return lambda: f(x, s)
+    op = operator_of(op).name  # prelu_backward allocates its results anyway
     if op == "leaky_relu":
-        return lambda: aten.leaky_relu.out(x, SLOPE, out=out)
+        return lambda: aten.leaky_relu.out(x, s, out=out)
     if op == "leaky_relu_":
-        return lambda: aten.leaky_relu_(x, SLOPE_INPLACE)
-    g = a.get("g")
+        return lambda: aten.leaky_relu_(x, s)
+    g = a.get("grad_output")
     if op == "leaky_relu_backward":
-        return lambda: aten.leaky_relu_backward.grad_input(g, x, SLOPE, False, grad_input=out)
-    w = a["w"].view(1, CHANNELS, 1)
+        return lambda: aten.leaky_relu_backward.grad_input(g, x, s, False, grad_input=out)
+    w = a["weight"].view(1, CHANNELS, 1)
     if op == "prelu":  # no out= overload: what F.prelu runs
         return lambda: aten._prelu_kernel(x, w)
 
@@ -258,38 +262,40 @@ def onednn_peer(op, dtype, shape):
         keep.append(arr)
         return m
 
+    spec = operator_of(op)
+    backward = "grad_output" in spec.inputs
     a = inputs(op, dtype, shape)
     x = a["x"]
     data = md(x.shape)
-    if op in ("leaky_relu", "leaky_relu_", "leaky_relu_backward"):
-        slope = SLOPE_INPLACE if op == "leaky_relu_" else SLOPE
-        kind = _FORWARD_TRAINING if op == "leaky_relu_backward" else _FORWARD_INFERENCE
+    if "slope" in spec.params:  # eltwise ReLU with alpha
+        slope = slope_of(op)
+        kind = _FORWARD_TRAINING if backward else _FORWARD_INFERENCE
         fwd = pd(lib.dnnl_eltwise_forward_primitive_desc_create, kind, _ELTWISE_RELU, data, data,
                  ctypes.c_float(slope), ctypes.c_float(0.0), None)
-        if op == "leaky_relu_backward":
+        if backward:
             gi = np.empty_like(x)
             bwd = pd(lib.dnnl_eltwise_backward_primitive_desc_create, _ELTWISE_RELU, data, data,
                      data, ctypes.c_float(slope), ctypes.c_float(0.0), fwd, None)
-            args = {"src": mem(data, x), "diff_dst": mem(data, a["g"]),
+            args = {"src": mem(data, x), "diff_dst": mem(data, a["grad_output"]),
                     "diff_src": mem(data, gi)}
             prim = bwd
         else:
-            out = x if op == "leaky_relu_" else np.empty_like(x)
+            out = x if spec.in_place else np.empty_like(x)
             args = {"src": mem(data, x), "dst": mem(data, out)}
             prim = fwd
-    else:
-        w = a["w"]
+    else:  # PReLU
+        w = a["weight"]
         wdesc = md((1, CHANNELS, 1))
         fwd = pd(lib.dnnl_prelu_forward_primitive_desc_create,
-                 _FORWARD_TRAINING if op == "prelu_backward" else _FORWARD_INFERENCE,
+                 _FORWARD_TRAINING if backward else _FORWARD_INFERENCE,
                  data, wdesc, data, None)
-        if op == "prelu":
+        if not backward:
             args = {"src": mem(data, x), "weights": mem(wdesc, w), "dst": mem(data, np.empty_like(x))}
             prim = fwd
         else:
             prim = pd(lib.dnnl_prelu_backward_primitive_desc_create, data, wdesc, data, wdesc,
                       data, fwd, None)
-            args = {"src": mem(data, x), "weights": mem(wdesc, w), "diff_dst": mem(data, a["g"]),
+            args = {"src": mem(data, x), "weights": mem(wdesc, w), "diff_dst": mem(data, a["grad_output"]),
                     "diff_src": mem(data, np.empty_like(x)),
                     "diff_weights": mem(wdesc, np.empty_like(w))}
     primitive = ctypes.c_void_p()
@@ -324,10 +330,10 @@ def onnxruntime_peer(op, dtype, shape):
     x = a["x"]
     feeds = {"x": x}
     if op == "leaky_relu":
-        node = helper.make_node("LeakyRelu", ["x"], ["y"], alpha=SLOPE)
+        node = helper.make_node("LeakyRelu", ["x"], ["y"], alpha=slope_of(op))
         ins = [helper.make_tensor_value_info("x", elem, list(x.shape))]
     else:
-        w = a["w"].reshape(CHANNELS, 1)  # unidirectional broadcast onto (N, C, L)
+        w = a["weight"].reshape(CHANNELS, 1)  # unidirectional broadcast onto (N, C, L)
         feeds["w"] = w
         node = helper.make_node("PRelu", ["x", "w"], ["y"])
         ins = [helper.make_tensor_value_info("x", elem, list(x.shape)),
@@ -372,7 +378,7 @@ def _ort_dtype(arr):
 
 def _copy_buffers(op, dtype, shape):
     n = int(np.prod(shape))
-    k = max(1, TRAFFIC[base_op(op)] * n // 2)  # a copy reads and writes each element once
+    k = max(1, operator_of(op).arrays_moved * n // 2)  # a copy reads and writes each element once
     dt = np_dtype(dtype)
     src = np.ones(k, dt)
     return src, np.empty_like(src)
