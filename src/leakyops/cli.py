@@ -5,7 +5,7 @@ Subcommands (``leakyops SUBCOMMAND --help`` shows each one's options and example
 ``golden``  write inputs and expected outputs of an operator (``.npy``, raw ``.bin``, ``case.json``)
 ``verify``  check a device's outputs against a golden directory under a precision standard
 ``run``     apply an operator to ``.npy`` or raw files
-``bench``   time every operator and dtype against PyTorch, NumPy and a plain copy
+``bench``   time every operator and dtype against PyTorch, oneDNN, ONNX Runtime and copies
 ``demo``    run every operator on built-in data and print a conformance and speed summary
 
 Exit status: 0 success (verify: the standard passes; demo: everything conforms), 1 a
@@ -34,9 +34,11 @@ from pathlib import Path
 
 import numpy as np
 
-from leakyops._operators import OPERATORS, OPS, SUMS
+from leakyops import _cli_io, _cli_ops, _verify
 from leakyops._cli_io import BF16, BF16_NPY, CLIError, Progress, ReportFile, first_line, np_dtype
 from leakyops._cli_ops import SEMANTICS, SEMANTICS_RULES
+from leakyops._operators import OPERATORS, OPS, SUMS
+from leakyops._verify import dtype_name
 
 __all__ = ["main"]
 
@@ -71,9 +73,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-_np_dtype = np_dtype
 
 
 def _dtype_arg(text: str) -> str:
@@ -163,8 +162,6 @@ def _int_list_arg(text: str) -> tuple:
 def _name_list_arg(choices):
     def parse(text: str) -> tuple:
         names = tuple(p for p in text.replace(" ", "").split(",") if p)
-        if choices is _DTYPE_ALIASES:
-            return tuple(_dtype_arg(n) for n in names) or _fail(text)
         bad = [n for n in names if n not in choices]
         if bad or not names:
             raise argparse.ArgumentTypeError(
@@ -172,10 +169,14 @@ def _name_list_arg(choices):
             )
         return names
 
-    def _fail(text):
-        raise argparse.ArgumentTypeError(f"empty list {text!r}")
-
     return parse
+
+
+def _dtype_list_arg(text: str) -> tuple:
+    names = tuple(p for p in text.replace(" ", "").split(",") if p)
+    if not names:
+        raise argparse.ArgumentTypeError(f"empty list {text!r}")
+    return tuple(_dtype_arg(n) for n in names)
 
 
 def _join_dash_values(argv: list) -> list:
@@ -209,12 +210,6 @@ def _version() -> str:
         return version("leakyops")
     except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
         return "unknown"
-
-
-def _dname(dtype) -> str:
-    from leakyops._verify import dtype_name
-
-    return dtype_name(dtype)
 
 
 def _out(text: str = "") -> None:
@@ -264,8 +259,6 @@ def _default_weight_shape(shape: tuple, axis: int) -> tuple:
 
 def _make_case(args, progress=None) -> tuple[dict, dict, dict, dict]:
     """Inputs, parameters, outputs and semantics notes of a golden case."""
-    from leakyops import _cli_ops
-
     op = args.op
     _check_op_options(op, args)
     params = _params(op, args)
@@ -288,7 +281,7 @@ def _make_case(args, progress=None) -> tuple[dict, dict, dict, dict]:
 def _tensor_entry(name: str, arr: np.ndarray) -> dict:
     entry = {
         "name": name,
-        "dtype": _dname(arr.dtype),
+        "dtype": dtype_name(arr.dtype),
         "shape": list(arr.shape),
         "npy": f"{name}.npy",
         "bin": f"{name}.bin",
@@ -300,8 +293,6 @@ def _tensor_entry(name: str, arr: np.ndarray) -> dict:
 
 
 def cmd_golden(args) -> int:
-    from leakyops import _cli_io
-
     outdir = Path(args.output)
     if outdir.exists() and not outdir.is_dir():
         raise CLIError(f"output {outdir} is not a directory")
@@ -385,7 +376,7 @@ def _read_manifest(case_dir: Path) -> dict:
     try:
         outputs = manifest["outputs"]
         for e in outputs:
-            _np_dtype(_dtype_arg(e["dtype"]))
+            np_dtype(_dtype_arg(e["dtype"]))
             tuple(int(d) for d in e["shape"])
             str(e["name"]), str(e["bin"])
         if not outputs:
@@ -432,10 +423,8 @@ def _assign_actuals(outputs: list, actual_args: list, case_dir: Path) -> list:
 
 def _actual_source(path: Path, entry: dict, actual_dtype):
     """The actual output file, checked against the golden entry; returns (source, note)."""
-    from leakyops import _cli_io
-
-    gdtype = _np_dtype(_dtype_arg(entry["dtype"]))
-    dtype = gdtype if actual_dtype is None else _np_dtype(actual_dtype)
+    gdtype = np_dtype(_dtype_arg(entry["dtype"]))
+    dtype = gdtype if actual_dtype is None else np_dtype(actual_dtype)
     shape = tuple(int(d) for d in entry["shape"])
     count = math.prod(shape)
     notes = []
@@ -445,10 +434,10 @@ def _actual_source(path: Path, entry: dict, actual_dtype):
     if src.dtype != dtype:
         hint = ""
         if actual_dtype is None and src.dtype.kind == "f":
-            hint = f"; if it holds {entry['dtype']} values stored as {_dname(src.dtype)}, give --actual-dtype " \
-                   f"{_dname(src.dtype)}"
-        got = _dname(src.dtype) if src.dtype.kind == "f" else str(src.dtype)
-        raise CLIError(f"actual output {path}: dtype {got}, expected {_dname(dtype)}"
+            hint = f"; if it holds {entry['dtype']} values stored as {dtype_name(src.dtype)}, give --actual-dtype " \
+                   f"{dtype_name(src.dtype)}"
+        got = dtype_name(src.dtype) if src.dtype.kind == "f" else str(src.dtype)
+        raise CLIError(f"actual output {path}: dtype {got}, expected {dtype_name(dtype)}"
                        f" (golden {entry['name']}{', --actual-dtype' if actual_dtype else ''}){hint}")
     if src.count != count:
         raise CLIError(
@@ -470,9 +459,7 @@ def _actual_source(path: Path, entry: dict, actual_dtype):
 
 
 def _golden_source(case_dir: Path, entry: dict):
-    from leakyops import _cli_io
-
-    dtype = _np_dtype(_dtype_arg(entry["dtype"]))
+    dtype = np_dtype(_dtype_arg(entry["dtype"]))
     shape = tuple(int(d) for d in entry["shape"])
     path = case_dir / entry["bin"]
     if not path.exists():
@@ -492,8 +479,6 @@ def _verify_options(args) -> dict:
 
 
 def cmd_verify(args) -> int:
-    from leakyops import _verify
-
     options = _verify_options(args)
     report = ReportFile(args.json, "--json") if args.json else None  # an unwritable path fails now
     try:
@@ -576,15 +561,13 @@ def cmd_verify(args) -> int:
 
 def _run_inputs(op: str, args) -> dict:
     """Read the input files: .npy, or raw data given --dtype and one --shape per raw file."""
-    from leakyops import _cli_io
-
     names = OPERATORS[op].inputs
     if len(args.inputs) != len(names):
         raise CLIError(f"{op} takes {len(names)} input file(s) ({', '.join(names)}), got {len(args.inputs)}")
     paths = [Path(p) for p in args.inputs]
     raw = [p for p in paths if p.suffix.lower() != ".npy"]
     shapes = list(args.shape or [])
-    dtype = None if args.dtype is None else _np_dtype(args.dtype)
+    dtype = None if args.dtype is None else np_dtype(args.dtype)
     if raw and dtype is None:
         raise CLIError(f"input {raw[0]}: raw data has no dtype or shape of its own; give --dtype and"
                        " one --shape per raw input")
@@ -613,8 +596,6 @@ def _run_inputs(op: str, args) -> dict:
 
 
 def cmd_run(args) -> int:
-    from leakyops import _cli_io, _cli_ops
-
     op = args.op
     _check_op_options(op, args)
     out_names = OPERATORS[op].outputs
@@ -632,7 +613,7 @@ def cmd_run(args) -> int:
     arrays = _run_inputs(op, args)
     params = _params(op, args)
     x = arrays["x"]
-    _cli_ops.check_semantics(op, args.semantics, _dname(x.dtype) if x.dtype.kind == "f" or x.dtype == BF16 else "",
+    _cli_ops.check_semantics(op, args.semantics, dtype_name(x.dtype) if x.dtype.kind == "f" or x.dtype == BF16 else "",
                              params, x.ndim)
     outputs, _ = _cli_ops.run_op(op, arrays, params, args.semantics)
     for name, path in zip(out_names, paths):
@@ -642,7 +623,7 @@ def cmd_run(args) -> int:
         except OSError as exc:
             raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from None
         if not args.quiet:
-            _out(f"{name}: {_dname(arr.dtype)} {list(arr.shape)} -> {path} ({fmt})")
+            _out(f"{name}: {dtype_name(arr.dtype)} {list(arr.shape)} -> {path} ({fmt})")
     return 0
 
 
@@ -666,7 +647,7 @@ def cmd_bench(args) -> int:
         peers = tuple(p for p in peers if p not in ("torch", "copy-torch"))
     records = _bench.run(
         ops=args.ops,
-        dtypes=tuple(_DTYPE_ALIASES[d] for d in args.dtypes) if args.dtypes else _bench.DTYPES,
+        dtypes=args.dtypes or _bench.DTYPES,
         sizes=args.sizes,
         quick=args.quick,
         threads=args.threads,
@@ -894,7 +875,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="small sizes only (1e3 … 1e6), two rounds, short timing")
     b.add_argument("--ops", type=_name_list_arg(OPS), default=OPS, metavar="OPS",
                    help="comma-separated operators (default: all five)")
-    b.add_argument("--dtypes", type=_name_list_arg(_DTYPE_ALIASES), default=None, metavar="DTYPES",
+    b.add_argument("--dtypes", type=_dtype_list_arg, default=None, metavar="DTYPES",
                    help="comma-separated dtypes (default: all four)")
     b.add_argument("--sizes", type=_int_list_arg, default=None, metavar="N,…",
                    help="comma-separated element counts (default: see above)")
@@ -925,7 +906,7 @@ def build_parser() -> argparse.ArgumentParser:
             leakyops demo --dtypes float32 --no-speed
         """),
     )
-    d.add_argument("--dtypes", type=_name_list_arg(_DTYPE_ALIASES), default=None, metavar="DTYPES",
+    d.add_argument("--dtypes", type=_dtype_list_arg, default=None, metavar="DTYPES",
                    help="comma-separated dtypes to check (default: all four)")
     d.add_argument("--no-speed", action="store_true", help="skip the speed summary")
     d.add_argument("--speed-size", type=int, default=1 << 22, metavar="N",
