@@ -50,8 +50,11 @@ _CORE_OPTIONS = {
 # --------------------------------------------------------------------------- running an operator
 
 
-def check_semantics(op: str, semantics: str, dtype_name_: str, params: dict, ndim: int) -> None:
-    """Reject a combination the chosen vendor API cannot express (one line, exit 2)."""
+def check_semantics(op: str, semantics: str, dtype: str, params: dict, ndim: int) -> None:
+    """Reject a combination the chosen vendor API cannot express (one line, exit 2).
+
+    ``dtype`` is the name of the data's dtype ("" for one that is not a float).
+    """
     per_channel = "weight" in OPERATORS[op].inputs
     if semantics == "aclnn" and per_channel and ndim >= 2 and params.get("axis", 1) not in (1, 1 - ndim):
         raise CLIError(f"--semantics aclnn: aclnnPrelu/aclnnPreluBackward take the channel at dim 1;"
@@ -60,7 +63,7 @@ def check_semantics(op: str, semantics: str, dtype_name_: str, params: dict, ndi
         if op == "leaky_relu_backward":
             raise CLIError("--semantics onednn: oneDNN Graph has no LeakyReLU backward op"
                            " (its ops here are LeakyReLU, PReLU and PReLUBackward)")
-        if dtype_name_ == "float64":
+        if dtype == "float64":
             raise CLIError("--semantics onednn: oneDNN Graph has no float64 (f32, bf16 and f16 only)")
         if per_channel and ndim >= 2:
             ax = params.get("axis", 1)
@@ -244,10 +247,10 @@ def special_prelu_backward(rng, grad_output: np.ndarray, x: np.ndarray, weight: 
         _place(rng, flat, np.flatnonzero(~in_wild), benign)
 
 
-def make_inputs(op: str, rng, shape: tuple, dtype_name_: str, values: str, params: dict,
+def make_inputs(op: str, rng, shape: tuple, dtype: str, values: str, params: dict,
                 grad_shape=None, weight_shape=None, progress=None) -> dict:
-    """The random inputs of a golden case, drawn in the order the operator takes them."""
-    dtype = np_dtype(dtype_name_)
+    """The random inputs of a golden case (``dtype`` by name), drawn in the order the operator takes them."""
+    dt = np_dtype(dtype)
     spec = OPERATORS[op]
     # an output summed per channel (grad_weight) gets its specials confined to a few channels
     confined = values == "special" and "grad_weight" in spec.outputs
@@ -255,10 +258,10 @@ def make_inputs(op: str, rng, shape: tuple, dtype_name_: str, values: str, param
     for name in spec.inputs:
         if name == "weight":
             # weights stay ordinary numbers (in "special" mode too): specials go into x and grads
-            inputs[name] = random_tensor(rng, weight_shape, dtype, "normal" if values == "special" else values)
+            inputs[name] = random_tensor(rng, weight_shape, dt, "normal" if values == "special" else values)
         else:
             x_or_grad_shape = (grad_shape or shape) if name == "grad_output" else shape
-            inputs[name] = random_tensor(rng, x_or_grad_shape, dtype, "normal" if confined else values, progress)
+            inputs[name] = random_tensor(rng, x_or_grad_shape, dt, "normal" if confined else values, progress)
     if confined:
         special_prelu_backward(rng, inputs["grad_output"], inputs["x"], inputs["weight"], params["axis"])
     return inputs

@@ -240,8 +240,8 @@ class Comparer:
         if standard not in STANDARDS:
             raise ValueError(f"unknown standard {standard!r}; choose one of {', '.join(STANDARDS)}")
         self.standard = standard
-        self.gdt = np.dtype(golden_dtype)
-        self.adt = self.gdt if actual_dtype is None else np.dtype(actual_dtype)
+        self.golden_dtype = np.dtype(golden_dtype)
+        self.actual_dtype = self.golden_dtype if actual_dtype is None else np.dtype(actual_dtype)
         self.shape = tuple(int(d) for d in shape)
         self.n = math.prod(self.shape)
         self.seen = 0
@@ -254,12 +254,12 @@ class Comparer:
         # relative-error: sum, count and maximum of r over the finite golden elements
         self.r_sum, self.r_count, self.r_max, self.r_nan = 0.0, 0, 0.0, False
         if standard == "double-thousandth":
-            d_rtol, d_atol, d_ratio = double_thousandth_defaults(self.gdt)
+            d_rtol, d_atol, d_ratio = double_thousandth_defaults(self.golden_dtype)
             self.rtol = d_rtol if rtol is None else _check_number("rtol", rtol)
             self.atol = d_atol if atol is None else _check_number("atol", atol)
             self.error_ratio = d_ratio if error_ratio is None else _check_number("error ratio", error_ratio, 1.0)
             self.defaults = (rtol, atol, error_ratio) == (None, None, None)
-            self.close_dtype = _close_dtype(self.gdt, self.adt)
+            self.close_dtype = _close_dtype(self.golden_dtype, self.actual_dtype)
         elif standard == "ratio":
             self.t1, self.t2 = (float(v) for v in ratio_thresholds)
 
@@ -271,10 +271,10 @@ class Comparer:
         g_raw = np.asarray(golden).reshape(-1)
         if a_raw.size != g_raw.size:
             raise ValueError(f"chunk sizes differ: actual {a_raw.size}, golden {g_raw.size}")
-        if a_raw.dtype != self.adt or g_raw.dtype != self.gdt:
+        if a_raw.dtype != self.actual_dtype or g_raw.dtype != self.golden_dtype:
             raise ValueError(
-                f"dtype mismatch: actual {dtype_name(a_raw.dtype)} (declared {dtype_name(self.adt)}),"
-                f" golden {dtype_name(g_raw.dtype)} (declared {dtype_name(self.gdt)})"
+                f"dtype mismatch: actual {dtype_name(a_raw.dtype)} (declared {dtype_name(self.actual_dtype)}),"
+                f" golden {dtype_name(g_raw.dtype)} (declared {dtype_name(self.golden_dtype)})"
             )
         offset = self.seen
         if offset + g_raw.size > self.n:
@@ -315,7 +315,7 @@ class Comparer:
         self._keep_worst(bad, score, offset, g, a, abs_err, rel_err)
 
     def _exact(self, a_raw, g_raw, g, a, ag, equal, nonfinite_mismatch, abs_err, rel_err):
-        wide = _exact_dtype(self.gdt, self.adt)
+        wide = _exact_dtype(self.golden_dtype, self.actual_dtype)
         ga = g_raw if g_raw.dtype == wide else g_raw.astype(wide)
         aa = a_raw if a_raw.dtype == wide else a_raw.astype(wide)
         bad = ~((_bits(ga) == _bits(aa)) | (np.isnan(g) & np.isnan(a)))
@@ -342,7 +342,7 @@ class Comparer:
         return bad, np.where(bad, rel_err, 0.0)
 
     def _relative_error(self, a_raw, g_raw, g, a, ag, equal, nonfinite_mismatch, abs_err, rel_err):
-        t = relative_error_threshold(self.gdt)
+        t = relative_error_threshold(self.golden_dtype)
         fin_g = np.isfinite(g)
         with np.errstate(all="ignore"):
             r = np.abs(a - g) / (ag + REL_EPS)
@@ -390,13 +390,13 @@ class Comparer:
         if self.seen != self.n:
             raise ValueError(f"{self.seen} of {self.n} elements given")
         n = self.n
-        gname = dtype_name(self.gdt)
+        gname = dtype_name(self.golden_dtype)
         details: dict = {}
         if self.standard == "exact":
             passed = self.over == 0
             criterion = "bitwise equal (any NaN equals any NaN; +0 and -0 differ)"
-            if self.adt != self.gdt:
-                criterion += f"; compared as {dtype_name(_exact_dtype(self.gdt, self.adt))} numbers"
+            if self.actual_dtype != self.golden_dtype:
+                criterion += f"; compared as {dtype_name(_exact_dtype(self.golden_dtype, self.actual_dtype))} numbers"
         elif self.standard == "double-thousandth":
             share = self.over / n if n else 0.0
             passed = share <= self.error_ratio  # the sample's test, float(count) / size <= error_tol
@@ -417,7 +417,7 @@ class Comparer:
             )
             details = {"error ratio": frac, "threshold1": self.t1, "threshold2": self.t2}
         else:  # relative-error
-            t = relative_error_threshold(self.gdt)
+            t = relative_error_threshold(self.golden_dtype)
             if self.r_nan:
                 mere = mare = math.inf
             else:
@@ -451,7 +451,7 @@ class Comparer:
             inf_mismatch=self.inf_mismatch,
             worst=[(self._index(f), g, a, ae, re) for f, _, g, a, ae, re in self.worst],
             details=details,
-            actual_dtype="" if self.adt == self.gdt else dtype_name(self.adt),
+            actual_dtype="" if self.actual_dtype == self.golden_dtype else dtype_name(self.actual_dtype),
         )
 
 
