@@ -37,7 +37,7 @@ import numpy as np
 from leakyops import _cli_io, _cli_ops, _verify
 from leakyops._cli_io import BF16, BF16_NPY, CLIError, Progress, ReportFile, first_line, np_dtype
 from leakyops._cli_ops import SEMANTICS, SEMANTICS_RULES
-from leakyops._operators import OPERATORS, OPS, SUMS
+from leakyops._operators import OPERATORS, OPS, PER_CHANNEL, SUMS
 from leakyops._verify import dtype_name
 
 __all__ = ["main"]
@@ -296,9 +296,10 @@ def cmd_golden(args) -> int:
     outdir = Path(args.output)
     if outdir.exists() and not outdir.is_dir():
         raise CLIError(f"output {outdir} is not a directory")
-    # elements drawn and written, roughly: what the progress line counts
-    work = {"leaky_relu": 3, "leaky_relu_": 3, "leaky_relu_backward": 5, "prelu": 3, "prelu_backward": 6}
-    progress = Progress("leakyops golden", work[args.op] * math.prod(args.shape))
+    # what the progress line counts: the x-sized inputs drawn, then every x-sized array written
+    spec = OPERATORS[args.op]
+    arrays_counted = sum(name not in PER_CHANNEL for name in spec.inputs) + spec.arrays_moved
+    progress = Progress("leakyops golden", arrays_counted * math.prod(args.shape))
     try:
         inputs, params, outputs, notes = _make_case(args, progress)
         try:
