@@ -14,7 +14,8 @@ import sys
 import pytest
 
 from leakyops import _bench
-from leakyops._bench import _peers
+from leakyops._bench import _cases, _peers
+from leakyops._operators import OPERATORS
 
 
 def _cli(*args, env=None):
@@ -118,3 +119,15 @@ def test_plot_writes_a_png(tmp_path):
     recs += [_rec("leaky_relu", "copy-numpy", 1e-6, n) for n in (1000, 10_000)]
     _bench.plot(recs, tmp_path / "b.png")
     assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cases_take_the_operators_arrays_and_bytes_from_the_table():
+    assert _bench.OPS == tuple(OPERATORS)
+    for op, spec in OPERATORS.items():
+        c = _cases.case(op, "float16", 256_000)
+        assert c["shape"] == ([4, 64, 1000] if "weight" in spec.inputs else [256_000])
+        assert c["bytes"] == spec.arrays_moved * c["elements"] * 2
+        arrays = _cases.inputs(op, "float16", c["shape"])
+        assert list(arrays) == [n for n in ("x", "grad_output", "weight") if n in spec.inputs]
+        assert all(arrays[n].shape == tuple(c["shape"]) for n in spec.inputs if n != "weight")
+    assert _cases.slope_of("leaky_relu_") == _cases.SLOPE_INPLACE and _cases.slope_of("leaky_relu:alloc") == 0.01
