@@ -81,22 +81,27 @@ def test_leaky_relu_alpha_zero_is_relu(run_graph, dt, npdt):
 
 
 @pytest.mark.parametrize("dt,npdt", DT, ids=IDS)
-@pytest.mark.parametrize("fmt,pcb,src_shape,wshape,axis", [
-    ("NCX", True, (2, 3, 4, 5), (3,), 1),
-    ("NXC", True, (2, 4, 5, 3), (3,), -1),
-    ("NCX", False, (2, 3, 4, 5), (5,), -1),
-    ("NXC", False, (2, 3, 4, 5), (1,), -1),
-    ("NCX", True, (2, 3, 4, 5), (3, 1, 1), None),
-    ("NXC", True, (2, 3, 4, 5), (3, 4, 5), None),
+@pytest.mark.parametrize("fmt,pcb,src_shape,wshape,axis,kernel", [
+    ("NCX", True, (2, 3, 4, 5), (3,), 1, "dnnl-jit"),
+    ("NXC", True, (2, 4, 5, 3), (3,), -1, "dnnl-jit"),
+    ("NCX", False, (2, 3, 4, 5), (5,), -1, "dnnl-ref"),
+    ("NXC", False, (2, 3, 4, 5), (1,), -1, "dnnl-ref"),
+    ("NCX", True, (2, 3, 4, 5), (3, 1, 1), None, "dnnl-jit"),
+    ("NXC", True, (2, 3, 4, 5), (3, 4, 5), None, "dnnl-ref"),
+    ("NCX", True, (2, 3, 4, 5), (2, 3, 4, 5), None, "dnnl-jit"),
 ])
-def test_prelu_equals_core(run_graph, dt, npdt, fmt, pcb, src_shape, wshape, axis):
+def test_prelu_equals_core(run_graph, dt, npdt, fmt, pcb, src_shape, wshape, axis, kernel):
     rng = np.random.default_rng(0)
     x = rng.standard_normal(src_shape).astype(npdt)
+    x.reshape(-1)[:4] = np.array([0.0, -0.0, np.nan, np.inf], npdt)  # where the kernels differ
     w = rng.standard_normal(wshape).astype(npdt)
+    w.reshape(-1)[:1] = np.array([-0.5], npdt)
     (y,) = run_graph("PReLU", {"data_format": fmt, "per_channel_broadcast": pcb}, [x, w], 1)
-    kernel = "dnnl-ref" if axis == -1 and fmt == "NCX" or (wshape == (3, 4, 5)) else "dnnl-jit"
     want = _core.prelu_impl(x, w, 1 if axis is None else axis, compare=kernel)
     np.testing.assert_array_equal(y.view(np.uint8), want.view(np.uint8))
+    other = "dnnl-ref" if kernel == "dnnl-jit" else "dnnl-jit"
+    assert not np.array_equal(y.view(np.uint8), _core.prelu_impl(
+        x, w, 1 if axis is None else axis, compare=other).view(np.uint8))  # (the data tells)
 
 
 @pytest.mark.parametrize("dt,npdt", DT, ids=IDS)
