@@ -791,6 +791,7 @@ def test_compile_time_logical_tensors_match_onednn(oracle, oracle_session, case)
 
 
 def test_unsupported_partition_compile_matches_onednn(oracle, oracle_session):
+    oracle.require("LeakyReLU", "f32")  # (compiling a Wildcard runs no kernel; the probe guards)
     o = oracle
     a, b = o.logical_tensor(0, "f32", (2, 3)), o.logical_tensor(1, "f32", (2, 3))
     real = _build_and_compile(o, oracle_session, "Wildcard", {}, [a], [b])
@@ -1023,7 +1024,8 @@ def test_duplicate_ports_match_onednn(oracle, oracle_session, isa):
 def test_queries_and_inplace_ports_match_onednn(oracle, oracle_session):
     """``get_inplace_ports`` is empty for all three ops; a query of an id that is no port gives
     oneDNN's empty logical tensor (id 2**64-1, rank unknown, undef type, layout any)."""
-    oracle.require("PReLUBackward", "f32")
+    for kind in ("LeakyReLU", "PReLU", "PReLUBackward"):
+        oracle.require(kind, "f32")
     o = oracle
     for kind, shapes, attrs in [("LeakyReLU", [(2, 3), (2, 3)], {"alpha": 0.5}),
                                 ("PReLU", [(2, 3), (3,), (2, 3)], {}),
@@ -1165,6 +1167,7 @@ def test_compile_infers_shape_like_onednn(oracle, oracle_session):
 def test_logical_tensor_with_negative_dims_matches_onednn(oracle, oracle_session):
     """A dim of -2 is accepted when the logical tensor is made and when the op is added, and
     is ``invalid_shape`` at compile (an unknown dim, INT64_MIN, is ``invalid_arguments``)."""
+    oracle.require("LeakyReLU", "f32")
     o = oracle
     a, b = o.logical_tensor(0, "f32", (-2, 3)), o.logical_tensor(1, "f32", (2, 3))
     assert a.shape == (-2, 3)
@@ -1242,7 +1245,8 @@ def test_random_graphs_match_onednn(oracle, oracle_session, run_graph, isa, seed
     aborts, it is not run here (the crash tests check those)."""
     dts = [dt for dt in ("f32", "bf16", "f16") if oracle.probe("PReLUBackward", dt) is None
            and oracle.probe("PReLU", dt) is None and oracle.probe("LeakyReLU", dt) is None]
-    oracle.require("LeakyReLU", "f32")
+    for kind in ("LeakyReLU", "PReLU", "PReLUBackward"):
+        oracle.require(kind, "f32")
     rng = np.random.default_rng(100 + seed)
     o = oracle
     compared = 0
