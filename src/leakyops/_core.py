@@ -409,57 +409,20 @@ def _run_fast(fn, args, flags, nbytes: int) -> None:
     _entry(fn, args, flags)(*args)
 
 
-def _plain_operands(inputs, out, also=()):
-    """``(flat views of inputs and result, the result)`` when every operand is a C-contiguous
-    aligned ndarray of one supported dtype and shape and ``out`` is None or such an array
-    sharing no memory with the inputs (nor with ``also``); else None (the general path
-    decides). Dtypes are compared by identity: NumPy's own dtypes are singletons, and any
-    other (another byte order, say) goes the general way."""
-    x = inputs[0]
-    if type(x) is not np.ndarray:
-        return None
-    dt = x.dtype
-    view = _FAST_VIEW.get(dt, False)
-    if view is False:
-        return None
-    f = x.flags
-    if not (f.c_contiguous and f.aligned):
-        return None
-    shape = x.shape
-    for a in inputs[1:]:
-        if type(a) is not np.ndarray or a.dtype is not dt or a.shape != shape:
-            return None
-        f = a.flags
-        if not (f.c_contiguous and f.aligned):
-            return None
+def _plain_dest(out, x, *others):
+    """The array a contiguous path writes: a new one like ``x``, or ``out`` where it is a
+    C-contiguous aligned writable ndarray of x's dtype and shape sharing no memory with ``x``
+    nor ``others``; None where the general path must decide. (Dtypes are compared by
+    identity: NumPy's own dtypes are singletons, and any other goes the general way.)"""
     if out is None:
-        dest = np.empty(shape, dt)
-    elif type(out) is np.ndarray and out.dtype is dt and out.shape == shape:
+        return np.empty(x.shape, x.dtype)
+    if type(out) is np.ndarray and out.dtype is x.dtype and out.shape == x.shape:
         f = out.flags
-        if not (f.c_contiguous and f.aligned and f.writeable):
-            return None
-        for a in inputs:
-            if np.may_share_memory(out, a):
-                return None
-        for a in also:
-            if np.may_share_memory(out, a):
-                return None
-        dest = out
-    else:
-        return None
-    if len(shape) == 1:
-        flats = [*inputs, dest]
-    else:
-        flats = [a.reshape(-1) for a in (*inputs, dest)]
-    if view is not None:
-        flats = [a.view(view) for a in flats]
-    return flats, dest
-
-
-def _fast_slope(negative_slope, slope_dtype):
-    """The slope as the contiguous path passes it (a Python float), or None to go general."""
-    if slope_dtype is None and type(negative_slope) is float:
-        return negative_slope
+        if f.c_contiguous and f.aligned and f.writeable and not np.may_share_memory(out, x):
+            for a in others:
+                if np.may_share_memory(out, a):
+                    return None
+            return out
     return None
 
 
@@ -472,14 +435,7 @@ def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtyp
         view = _FAST_VIEW.get(x.dtype, False)
         f = x.flags
         if ge is not None and view is not False and f.c_contiguous and f.aligned:
-            if out is None:
-                dest = np.empty(x.shape, x.dtype)
-            elif type(out) is np.ndarray and out.dtype is x.dtype and out.shape == x.shape \
-                    and out.flags.c_contiguous and out.flags.aligned and out.flags.writeable \
-                    and not np.may_share_memory(out, x):
-                dest = out
-            else:
-                dest = None
+            dest = _plain_dest(out, x)
             if dest is not None:
                 xf, df = (x, dest) if x.ndim == 1 else (x.reshape(-1), dest.reshape(-1))
                 if view is not None:
@@ -520,15 +476,15 @@ def _lrelu_fwd(x: np.ndarray, dest: np.ndarray, s, ge: bool) -> None:
 
 def leaky_relu_inplace_impl(x, negative_slope=0.01, *, compare=">", slope_dtype=None,
                             fname="leaky_relu_"):
-    s = _fast_slope(negative_slope, slope_dtype)
-    if s is not None and compare in _COMPARE and type(x) is np.ndarray and x.dtype in _FAST_VIEW:
+    if type(negative_slope) is float and slope_dtype is None and type(x) is np.ndarray:
+        # the contiguous path (see leaky_relu_impl)
+        ge = _COMPARE.get(compare)
+        view = _FAST_VIEW.get(x.dtype, False)
         f = x.flags
-        if f.c_contiguous and f.aligned and f.writeable:
+        if ge is not None and view is not False and f.c_contiguous and f.aligned and f.writeable:
             flat = x if x.ndim == 1 else x.reshape(-1)
-            view = _FAST_VIEW[x.dtype]
             flat = flat if view is None else flat.view(view)
-            ge = _COMPARE[compare]
-            _run_fast(_kernels.lrelu_fwd_row_inplace, (flat, s, ge), ge, x.nbytes)
+            _run_fast(_kernels.lrelu_fwd_row_inplace, (flat, negative_slope, ge), ge, x.nbytes)
             return x
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{fname}: x must be a numpy.ndarray to be modified in place, "
@@ -559,14 +515,7 @@ def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=Fals
         if ge is not None and view is not False and grad_output.dtype is dt \
                 and grad_output.shape == x.shape and fx.c_contiguous and fx.aligned \
                 and fg.c_contiguous and fg.aligned:
-            if out is None:
-                dest = np.empty(x.shape, dt)
-            elif type(out) is np.ndarray and out.dtype is dt and out.shape == x.shape \
-                    and out.flags.c_contiguous and out.flags.aligned and out.flags.writeable \
-                    and not np.may_share_memory(out, x) and not np.may_share_memory(out, grad_output):
-                dest = out
-            else:
-                dest = None
+            dest = _plain_dest(out, x, grad_output)
             if dest is not None:
                 if x.ndim == 1:
                     gf, xf, df = grad_output, x, dest
@@ -710,14 +659,7 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
     if layout is not None:
         # the contiguous path, written out (see leaky_relu_impl)
         dt = x.dtype
-        if out is None:
-            dest = np.empty(x.shape, dt)
-        elif type(out) is np.ndarray and out.dtype is dt and out.shape == x.shape \
-                and out.flags.c_contiguous and out.flags.aligned and out.flags.writeable \
-                and not np.may_share_memory(out, x) and not np.may_share_memory(out, weight):
-            dest = out
-        else:
-            dest = None
+        dest = _plain_dest(out, x, weight)
         if dest is not None:
             shape, _, per_k = layout
             view = _FAST_VIEW[dt]
@@ -914,15 +856,19 @@ def _prelu_backward_plain(g, x, weight, layout, out, ge):
                                        and gw_out.shape == weight.shape and gw_out.flags.writeable
                                        and (gi_out is None or not np.may_share_memory(gi_out, gw_out))):
             return None
-    plain = _plain_operands((g, x), gi_out, also=(weight,))
-    if plain is None:
+    if type(g) is not np.ndarray or g.dtype is not x.dtype or g.shape != x.shape \
+            or not (g.flags.c_contiguous and g.flags.aligned):
+        return None  # (x and weight were checked by _plain_prelu_layout)
+    grad_input = _plain_dest(gi_out, x, g, weight)
+    if grad_input is None:
         return None
-    (gf, xf, gif), grad_input = plain
     shape, _, per_k = layout
     view = _FAST_VIEW[x.dtype]
+    gv, xv, giv, wv = g.reshape(shape), x.reshape(shape), grad_input.reshape(shape), weight
+    if view is not None:
+        gv, xv, giv, wv = gv.view(view), xv.view(view), giv.view(view), wv.view(view)
     acc = np.empty(weight.shape[0])
-    _prelu_backward_c(gf.reshape(shape), xf.reshape(shape), gif.reshape(shape),
-                      weight if view is None else weight.view(view), bool(per_k), ge, acc)
+    _prelu_backward_c(gv, xv, giv, wv, per_k == 1, ge, acc)
     grad_weight = round_grad_weight(acc, x.dtype)
     if gw_out is None:
         return grad_input, grad_weight

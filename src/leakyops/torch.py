@@ -530,28 +530,24 @@ def _eager(*tensors: object) -> bool:
     return all(type(t) is Tensor or type(t) is torch.nn.Parameter for t in tensors)
 
 
-class _LeakyReLUEager(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, negative_slope):
-        out = _leaky_relu_kernel(x, negative_slope)
-        _leaky_relu_setup(ctx, (x, negative_slope), out)
+def _eager_function(name: str, kernel, setup, grad) -> type:
+    """An autograd.Function running ``kernel`` forward and the registered formulas backward."""
+
+    def forward(ctx, *args):
+        out = kernel(*args)
+        setup(ctx, args, out)
         return out
 
-    @staticmethod
-    def backward(ctx, grad):
-        return _leaky_relu_grad(ctx, grad)
+    def backward(ctx, *grads):
+        return grad(ctx, *grads)
+
+    return type(name, (torch.autograd.Function,),
+                {"forward": staticmethod(forward), "backward": staticmethod(backward)})
 
 
-class _PReLUEager(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, weight):
-        out = _prelu_kernel(x, weight)
-        _prelu_setup(ctx, (x, weight), out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        return _prelu_grad(ctx, grad)
+_LeakyReLUEager = _eager_function("_LeakyReLUEager", _leaky_relu_kernel, _leaky_relu_setup,
+                                  _leaky_relu_grad)
+_PReLUEager = _eager_function("_PReLUEager", _prelu_kernel, _prelu_setup, _prelu_grad)
 
 
 def _needs_grad(*tensors: Tensor) -> bool:

@@ -131,3 +131,15 @@ def test_cases_take_the_operators_arrays_and_bytes_from_the_table():
         assert list(arrays) == [n for n in ("x", "grad_output", "weight") if n in spec.inputs]
         assert all(arrays[n].shape == tuple(c["shape"]) for n in spec.inputs if n != "weight")
     assert _cases.slope_of("leaky_relu_") == _cases.SLOPE_INPLACE and _cases.slope_of("leaky_relu:alloc") == 0.01
+
+
+def test_markdown_rows_carry_the_times_ratio_and_share():
+    recs = [_rec("leaky_relu", "leakyops", 2e-6), _rec("leaky_relu", "torch", 3e-6),
+            _rec("leaky_relu", "onednn", 2.5e-6), _rec("leaky_relu", "onnxruntime", None),
+            _rec("leaky_relu", "copy-numpy", 1.6e-6),
+            _rec("prelu", "leakyops", 4e-6), _rec("prelu", "torch", 2e-6)]
+    lines = _bench.format_markdown(recs).splitlines()
+    assert lines[0].startswith("| operator |") and len(lines) == 4
+    assert lines[2] == ("| `leaky_relu` | float32 | 10,000 | 2.0 | 3.0 | 2.5 | – | 1.6 | 40.0 "
+                        "| **1.25** | onednn | 0.80 |")
+    assert lines[3] == "| `prelu` | float32 | 10,000 | 4.0 | 2.0 | – | – | – | 20.0 | 0.50 | torch | – |"

@@ -42,20 +42,3 @@ def test_training_example_swaps_every_activation():
     kinds = [type(m) for m in model.modules()]
     assert kinds.count(lt.LeakyReLU) == 2 and kinds.count(lt.PReLU) == 1
     assert torch.nn.LeakyReLU not in kinds and torch.nn.PReLU not in kinds
-
-
-def test_benchmark_example_prints_a_table(capsys):
-    import leakyops
-
-    example = load("bench_modules")
-    threads = torch.get_num_threads(), leakyops.get_num_threads()
-    try:
-        example.main(["--shape", "2", "3", "4", "4", "--repeat", "1", "--threads", "1",
-                      "--dtypes", "float32"])
-    finally:  # the script sets both thread counts for the whole process
-        torch.set_num_threads(threads[0])
-        leakyops.set_num_threads(threads[1])
-    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| ")]
-    assert lines[0].startswith("| module | dtype")
-    assert [ln.split("|")[1].strip() for ln in lines[1:]] == ["LeakyReLU(0.01)", "PReLU(3)",
-                                                             "PReLU(1)"]
