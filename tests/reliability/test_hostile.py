@@ -605,25 +605,30 @@ def test_onednn_graph_build_compile_execute_hostile(data):
         TALLY["onednn"][f"{op_kind} {stage}: {exc.status.name}"] += 1
         return
         return
-    # executed: compare with the core (compare=">", as the library), on the inputs as the
+    # executed: compare with the core under the rule of the kernel the compiled partition
+    # models (its compare= value, the slope as the front-end passes it), on the inputs as the
     # compiled logical tensors see their buffers
     x, *rest = [dg.Tensor(cp.query_logical_tensor(lt.get_id()), eng, b).to_numpy() for lt, b in zip(ins, before_in)]
     got = [t.to_numpy() for t in t_out]
     if op_kind == "LeakyReLU":
         with np.errstate(over="ignore"):  # alpha as oneDNN stores it: the core's slope rule, in f32
             a32 = np.float32(leakyops._core._slope_value(alpha, "ref", "alpha"))
-        if a32 == 0:  # the library's max(src, +0) (a workaround in the front-end, tested in tests/onednn)
+        if a32 == 0:  # the library's max(src, +0) (the core's "dnnl-eltwise" rule, tested in tests/onednn)
             TALLY["onednn"][f"{op_kind}: ok (alpha 0)"] += 1
             with np.errstate(invalid="ignore"):
                 assert_same(got[0], np.where(x > 0, x, np.zeros_like(x)))
             return
-        assert_same(got[0], _core.leaky_relu_impl(x, a32))
+        assert_same(got[0], _core.leaky_relu_impl(x, a32, compare="dnnl-eltwise"))
     else:
-        axis = 1 if ncx and x.ndim >= 2 and rest[0].size != 1 else -1
+        from leakyops.onednn._ops import _slope_arg
+
+        rule = cp._plan.compare
+        w, axis = _slope_arg(rest[0], cp._plan.slope_shape)
         if op_kind == "PReLU":
-            assert_same(got[0], _core.prelu_impl(x, rest[0], axis))
+            assert_same(got[0], _core.prelu_impl(x, w, axis, compare=rule))
         else:
-            egi, egw = _core.prelu_backward_impl(rest[1], x, rest[0], axis)
+            egi, egw = _core.prelu_backward_impl(rest[1], x, w, axis, compare=rule)
+            egw = egw.reshape(rest[0].shape)
             assert_same(got[0], egi)
             assert_same(got[1], egw)
     TALLY["onednn"][f"{op_kind}: ok"] += 1
