@@ -19,8 +19,16 @@ from ._config import PARALLEL_MIN_BYTES
 
 __all__ = [
     "SUPPORTED_DTYPES",
+    "as_array",
+    "check_dtype",
+    "slope_value",
+    "check_self_is_result",
     "result_dtype",
+    "prelu_dtype",
+    "prelu_weight_shape",
+    "copy",
     "leaky_relu_impl",
+    "leaky_relu_inplace_impl",
     "leaky_relu_backward_impl",
     "prelu_impl",
     "prelu_backward_impl",
@@ -53,7 +61,9 @@ _DNNL_PRELU = {"dnnl-ref": _kernels.DNNL_REF, "dnnl-jit": _kernels.DNNL_JIT,
 # argument checks
 
 
-def _array(value, fname: str, arg: str) -> np.ndarray:
+def as_array(value, fname: str, arg: str) -> np.ndarray:
+    """``value`` as an ndarray of a supported dtype (array-likes converted, no copy of an
+    ndarray); a TypeError naming ``fname`` and ``arg`` otherwise."""
     if type(value) is not np.ndarray:
         if value is None or isinstance(value, (str, bytes)):
             raise TypeError(f"{fname}: {arg} must be an array of {_SUPPORTED_NAMES}, "
@@ -66,6 +76,14 @@ def _array(value, fname: str, arg: str) -> np.ndarray:
     return value
 
 
+def check_dtype(dtype, fname: str, arg: str) -> np.dtype:
+    """``dtype`` if the operators take it; a TypeError naming ``fname`` and ``arg`` otherwise
+    (shapes and dtypes only: front-ends check lazy or foreign arrays with it)."""
+    dtype = np.dtype(dtype)
+    _kind(dtype, fname, arg)
+    return dtype
+
+
 def _kind(dtype, fname: str, arg: str) -> str:
     kind = _KIND.get(dtype)
     if kind is None:
@@ -74,7 +92,7 @@ def _kind(dtype, fname: str, arg: str) -> str:
     return kind
 
 
-def _slope_value(value, fname: str, arg: str) -> float:
+def slope_value(value, fname: str = "leaky_relu", arg: str = "negative_slope") -> float:
     """The slope as a Python float (exact for every float type; ints round to nearest)."""
     if type(value) is float:
         return value
@@ -104,7 +122,7 @@ _F32_MAX = float(np.finfo(np.float32).max)
 
 def _slope(value, kind: str, slope_dtype, fname: str, arg: str = "negative_slope"):
     """The slope converted for a kernel computing a ``kind`` result."""
-    v = _slope_value(value, fname, arg)
+    v = slope_value(value, fname, arg)
     if slope_dtype is not None:
         if isinstance(slope_dtype, str):
             if slope_dtype != "storage":
@@ -139,6 +157,20 @@ def _no_internal_overlap(a: np.ndarray, fname: str, arg: str) -> None:
         if st == 0 and n > 1:
             raise ValueError(f"{fname}: {arg} has internal overlap (a zero stride): more than "
                              f"one element refers to the same memory")
+
+
+def check_self_is_result(negative_slope, self_is_result, fname: str = "leaky_relu_backward") -> None:
+    """``leaky_relu_backward``'s rule for ``self_is_result``: a bool, and ``True`` only with
+    ``negative_slope >= 0`` (NaN fails): from a result computed with a negative slope, the
+    sign of the input cannot be told (a negative result may come from a positive input)."""
+    if not isinstance(self_is_result, (bool, np.bool_)):
+        raise TypeError(f"{fname}: self_is_result must be a bool, got {type(self_is_result).__name__}")
+    if self_is_result:
+        raw = slope_value(negative_slope, fname, "negative_slope")
+        if not raw >= 0:
+            raise ValueError(f"{fname}: self_is_result=True needs negative_slope >= 0, got {raw!r}: "
+                             "the sign of the input cannot be recovered from the result; "
+                             "call the out-of-place forward instead")
 
 
 def result_dtype(a, b) -> np.dtype:
@@ -427,9 +459,14 @@ def _plain_dest(out, x, *others):
 
 
 def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtype=None,
-                    fname="leaky_relu"):
-    """``y = x if x > 0 else x * negative_slope`` (see :func:`leakyops.leaky_relu`)."""
-    if type(negative_slope) is float and slope_dtype is None and type(x) is np.ndarray:
+                    bf16_flush=False, fname="leaky_relu"):
+    """``y = x if x > 0 else x * negative_slope`` (see :func:`leakyops.leaky_relu`).
+
+    ``bf16_flush=True``: a bfloat16 result whose float32 value lies below 2**-126 in magnitude
+    becomes a zero of its sign, as oneDNN's conversion on CPUs with avx512_bf16 does.
+    """
+    if type(negative_slope) is float and slope_dtype is None and type(x) is np.ndarray \
+            and bf16_flush is False:
         # the contiguous path, written out: a 1,000-element call is mostly this Python
         ge = _COMPARE.get(compare)
         view = _FAST_VIEW.get(x.dtype, False)
@@ -442,7 +479,7 @@ def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtyp
                     xf, df = xf.view(view), df.view(view)
                 _run_fast(_kernels.lrelu_fwd_row, (xf, df, negative_slope, ge), ge, dest.nbytes)
                 return dest
-    x = _array(x, fname, "x")
+    x = as_array(x, fname, "x")
     kind = _KIND[x.dtype]
     s = _slope(negative_slope, kind, slope_dtype, fname)
     ge = _compare(compare, fname, _DNNL_LRELU)
@@ -457,7 +494,28 @@ def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtyp
     def compute(dest):
         _lrelu_fwd(x, dest, s, ge)
 
-    return _finish(out, x.shape, x.dtype, (x,), compute, fname)
+    result = _finish(out, x.shape, x.dtype, (x,), compute, fname)
+    if bf16_flush and result.dtype == BFLOAT16:
+        _flush_bf16(result, leaky_relu_impl(_as_f32(x), float(s), compare=compare, fname=fname))
+    return result
+
+
+_TINY_F32 = np.float32(2.0**-126)
+
+
+def _as_f32(a: np.ndarray) -> np.ndarray:
+    return a if a.dtype == np.float32 else a.astype(np.float32)
+
+
+def _flush_bf16(result: np.ndarray, wide: np.ndarray) -> None:
+    """Where ``wide``, the float32 value of the bfloat16 ``result``, lies below 2**-126 in
+    magnitude, ``result`` becomes a zero of its sign (``vcvtneps2bf16`` treats float32
+    subnormals as zero; a float32 just below 2**-126 would otherwise round up to it)."""
+    with np.errstate(invalid="ignore"):
+        tiny = np.abs(wide) < _TINY_F32
+    if tiny.any():
+        zeros = np.where(np.signbit(wide), result.dtype.type(-0.0), result.dtype.type(0.0))
+        np.copyto(result, zeros, where=tiny)
 
 
 def _lrelu_fwd(x: np.ndarray, dest: np.ndarray, s, ge: bool) -> None:
@@ -525,19 +583,12 @@ def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=Fals
                     gf, xf, df = gf.view(view), xf.view(view), df.view(view)
                 _run_fast(_kernels.lrelu_bwd_row, (gf, xf, df, negative_slope, ge), ge, dest.nbytes)
                 return dest
-    g = _array(grad_output, fname, "grad_output")
-    x = _array(x, fname, "x")
-    if not isinstance(self_is_result, (bool, np.bool_)):
-        raise TypeError(f"{fname}: self_is_result must be a bool, got {type(self_is_result).__name__}")
+    g = as_array(grad_output, fname, "grad_output")
+    x = as_array(x, fname, "x")
     rdtype = result_dtype(g.dtype, x.dtype)
     rkind = _KIND[rdtype]
     s = _slope(negative_slope, rkind, slope_dtype, fname)
-    if self_is_result:
-        raw = _slope_value(negative_slope, fname, "negative_slope")
-        if not raw >= 0:
-            raise ValueError(f"{fname}: self_is_result=True needs negative_slope >= 0, got {raw!r}: "
-                             "the sign of the input cannot be recovered from the result; "
-                             "call the out-of-place forward instead")
+    check_self_is_result(negative_slope, self_is_result, fname)
     shape = g.shape
     if shape != x.shape:
         try:
@@ -565,38 +616,65 @@ def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=Fals
 # prelu
 
 
-def _weight_shape(x: np.ndarray, weight: np.ndarray, axis, fname: str):
-    """The shape (of x's rank) that ``weight`` broadcasts from along x."""
-    if weight.size == 1:
-        return (1,) * x.ndim
-    if weight.ndim == 1:
+def _unknown(n) -> bool:
+    """An extent not known yet (dask's NaN for unknown chunk sizes, or None)."""
+    return n is None or (isinstance(n, float) and math.isnan(n))
+
+
+def prelu_weight_shape(x_shape, weight_shape, axis=1, fname: str = "prelu") -> tuple:
+    """The shape, of x's rank, that a weight of ``weight_shape`` broadcasts from along x.
+
+    One element: a shared slope. A 1-D weight: along ``axis`` (its length must be x's
+    extent there). Rank >= 2: right-aligned, unidirectional (NumPy) broadcasting. Shapes
+    only; extents of x that are not known yet (None or NaN) are not compared.
+    """
+    x_shape, weight_shape = tuple(x_shape), tuple(weight_shape)
+    ndim = len(x_shape)
+    if math.prod(weight_shape) == 1:
+        return (1,) * ndim
+    if len(weight_shape) == 1:
         try:
             axis = operator.index(axis)
         except TypeError:
             raise TypeError(f"{fname}: axis must be an int, got {type(axis).__name__}") from None
-        if x.ndim == 0 or not -x.ndim <= axis < x.ndim:
-            raise ValueError(f"{fname}: weight has {weight.shape[0]} elements but axis={axis} is "
-                             f"out of range for x of shape {x.shape}"
-                             + ("; for a 1-D x pass axis=0" if x.ndim == 1 else ""))
-        axis %= x.ndim
-        if x.shape[axis] != weight.shape[0]:
-            raise ValueError(f"{fname}: weight has {weight.shape[0]} elements but x has size "
-                             f"{x.shape[axis]} along axis {axis}")
-        wshape = [1] * x.ndim
-        wshape[axis] = weight.shape[0]
+        if ndim == 0 or not -ndim <= axis < ndim:
+            raise ValueError(f"{fname}: weight has {weight_shape[0]} elements but axis={axis} is "
+                             f"out of range for x of shape {x_shape}"
+                             + ("; for a 1-D x pass axis=0" if ndim == 1 else ""))
+        axis %= ndim
+        if not _unknown(x_shape[axis]) and x_shape[axis] != weight_shape[0]:
+            raise ValueError(f"{fname}: weight has {weight_shape[0]} elements but x has size "
+                             f"{x_shape[axis]} along axis {axis}")
+        wshape = [1] * ndim
+        wshape[axis] = weight_shape[0]
         return tuple(wshape)
-    if weight.ndim > x.ndim or any(w not in (1, n) for w, n in zip(weight.shape[::-1], x.shape[::-1])):
-        raise ValueError(f"{fname}: weight of shape {weight.shape} does not broadcast to x of "
-                         f"shape {x.shape} (unidirectional, right-aligned)")
-    return (1,) * (x.ndim - weight.ndim) + weight.shape
+    if len(weight_shape) > ndim or any(w != 1 and w != n and not _unknown(n)
+                                       for w, n in zip(weight_shape[::-1], x_shape[::-1])):
+        raise ValueError(f"{fname}: weight of shape {weight_shape} does not broadcast to x of "
+                         f"shape {x_shape} (unidirectional, right-aligned)")
+    return (1,) * (ndim - len(weight_shape)) + weight_shape
+
+
+def prelu_dtype(x_dtype, weight_dtype, grad_dtype=None, fname: str = "prelu") -> np.dtype:
+    """``prelu``'s (and ``prelu_backward``'s) dtype rule: a supported dtype, and the weight
+    (and ``grad_output``) of x's dtype: no promotion. Returns x's dtype."""
+    x_dtype = check_dtype(x_dtype, fname, "x")
+    for arg, dt in (("weight", weight_dtype), ("grad_output", grad_dtype)):
+        if dt is None:
+            continue
+        dt = check_dtype(dt, fname, arg)
+        if dt != x_dtype:
+            op = "prelu" if arg == "weight" else "prelu_backward"
+            raise TypeError(f"{fname}: {arg} has dtype {dt} but x has dtype {x_dtype}; "
+                            f"{op} does not promote: they must match")
+    return x_dtype
 
 
 def _prelu_args(x, weight, fname, compare=">"):
-    x = _array(x, fname, "x")
-    weight = _array(weight, fname, "weight")
-    if weight.dtype != x.dtype and compare not in _DNNL_PRELU:  # (oneDNN: any float weight)
-        raise TypeError(f"{fname}: weight has dtype {weight.dtype} but x has dtype {x.dtype}; "
-                        "prelu does not promote: they must match")
+    x = as_array(x, fname, "x")
+    weight = as_array(weight, fname, "weight")
+    if compare not in _DNNL_PRELU:  # (oneDNN: any float weight)
+        prelu_dtype(x.dtype, weight.dtype, fname=fname)
     return x, weight
 
 
@@ -653,9 +731,11 @@ def _plain_prelu_layout(x, weight, axis):
     return (outer, c, inner), 1, 0
 
 
-def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
-    """``y = x if x > 0 else w[c] * x`` (see :func:`leakyops.prelu`)."""
-    layout = _plain_prelu_layout(x, weight, axis) if compare in _COMPARE else None
+def prelu_impl(x, weight, axis=1, out=None, *, compare=">", bf16_flush=False, fname="prelu"):
+    """``y = x if x > 0 else w[c] * x`` (see :func:`leakyops.prelu`); ``bf16_flush`` as in
+    :func:`leaky_relu_impl`."""
+    layout = _plain_prelu_layout(x, weight, axis) if compare in _COMPARE and not bf16_flush \
+        else None
     if layout is not None:
         # the contiguous path, written out (see leaky_relu_impl)
         dt = x.dtype
@@ -671,7 +751,7 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
                       (per_k, ge), dest.nbytes)
             return dest
     x, weight = _prelu_args(x, weight, fname, compare)
-    wshape = _weight_shape(x, weight, axis, fname)
+    wshape = prelu_weight_shape(x.shape, weight.shape, axis, fname)
     kind = _KIND[x.dtype]
     ge = _compare(compare, fname, _DNNL_PRELU)
     if x.size == 0:
@@ -688,7 +768,11 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", fname="prelu"):
             views, (off, st) = _prelu_layout(x, wshape, [dest])
             _run_nd(_kernels.prelu_fwd_nd, views, (ge,), weight=((wflat,), off, st))
 
-    return _finish(out, x.shape, x.dtype, (x, weight), compute, fname)
+    result = _finish(out, x.shape, x.dtype, (x, weight), compute, fname)
+    if bf16_flush and result.dtype == BFLOAT16:
+        _flush_bf16(result, prelu_impl(_as_f32(x), _as_f32(weight), axis, compare=compare,
+                                       fname=fname))
+    return result
 
 
 def _kernels_slope(weight: np.ndarray, kind: str):
@@ -703,10 +787,9 @@ def _prelu_backward_args(grad_output, x, weight, axis, fname, compare=">"):
     if compare in _DNNL_PRELU and x.dtype == np.float64:
         raise TypeError(f"{fname}: compare={compare!r} (oneDNN's float32 arithmetic) needs "
                         f"float16, bfloat16 or float32 data, got {x.dtype}")
-    g = _array(grad_output, fname, "grad_output")
+    g = as_array(grad_output, fname, "grad_output")
     if g.dtype != x.dtype:
-        raise TypeError(f"{fname}: grad_output has dtype {g.dtype} but x has dtype {x.dtype}; "
-                        "prelu_backward does not promote: they must match")
+        prelu_dtype(x.dtype, None, g.dtype, fname=fname)
     if g.shape != x.shape:
         try:
             if np.broadcast_shapes(g.shape, x.shape) != x.shape:
@@ -715,15 +798,22 @@ def _prelu_backward_args(grad_output, x, weight, axis, fname, compare=">"):
             raise ValueError(f"{fname}: grad_output of shape {g.shape} does not broadcast to x's "
                              f"shape {x.shape}") from None
         g = np.broadcast_to(g, x.shape)
-    return g, x, weight, _weight_shape(x, weight, axis, fname)
+    return g, x, weight, prelu_weight_shape(x.shape, weight.shape, axis, fname)
 
 
-def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", fname="prelu_backward"):
-    """``(grad_input, acc)``: ``acc`` is the unrounded float64 ``grad_weight``, shaped like weight."""
+def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", bf16_flush=False,
+                         fname="prelu_backward"):
+    """``(grad_input, acc)``: ``acc`` is the unrounded float64 ``grad_weight``, shaped like
+    weight (``bf16_flush``: a bfloat16 ``grad_input`` as in :func:`leaky_relu_impl`)."""
     g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, fname, compare)
     ge = _compare(compare, fname, _DNNL_PRELU)
     grad_input = np.empty(x.shape, x.dtype)
-    return grad_input, _prelu_backward_into(grad_input, g, x, weight, wshape, ge)
+    acc = _prelu_backward_into(grad_input, g, x, weight, wshape, ge)
+    if bf16_flush and grad_input.dtype == BFLOAT16 and grad_input.size:
+        wide, _ = prelu_backward_parts(_as_f32(g), _as_f32(x), _as_f32(weight), axis,
+                                       compare=compare, fname=fname)
+        _flush_bf16(grad_input, wide)
+    return grad_input, acc
 
 
 def _prelu_backward_c(g, x, gi, weight, per_k: bool, ge: bool, acc: np.ndarray) -> None:
@@ -823,10 +913,14 @@ def sum_grad_weight_parts(parts, axis=None, keepdims=False) -> np.ndarray:
         return np.sum(parts, axis=axis, keepdims=keepdims, dtype=np.float64)
 
 
-def round_grad_weight(acc, dtype) -> np.ndarray:
-    """Round a float64 ``grad_weight`` sum once to ``dtype`` (nearest, ties to even)."""
+def round_grad_weight(acc, dtype, *, bf16_flush=False) -> np.ndarray:
+    """Round a float64 ``grad_weight`` sum once to ``dtype`` (nearest, ties to even);
+    ``bf16_flush``: a bfloat16 one through float32, as oneDNN's (see :func:`leaky_relu_impl`)."""
     with np.errstate(over="ignore", invalid="ignore"):  # overflow rounds to ±inf
-        return np.asarray(acc, np.float64).astype(dtype)
+        result = np.asarray(acc, np.float64).astype(dtype)
+        if bf16_flush and result.dtype == BFLOAT16:
+            _flush_bf16(result, np.asarray(acc, np.float64).astype(np.float32))
+    return result
 
 
 def _prelu_backward_outs(out, x, weight, fname):
