@@ -154,12 +154,7 @@ def _as_dask(a, fname="leakyops.dask", arg="input"):
     so that e.g. object arrays are a TypeError, not an error of dask's rechunking."""
     if isinstance(a, da.Array):
         return a
-    return da.asarray(_core._array(a, fname, arg))
-
-
-def _probe(dtype, shape=(1,)):
-    """A tiny array of ``dtype`` on which the core checks dtypes, slopes and shapes."""
-    return np.zeros(shape, dtype=dtype)
+    return da.asarray(_core.as_array(a, fname, arg))
 
 
 def _known(shape) -> bool:
@@ -212,7 +207,8 @@ def leaky_relu(x: _ArrayLike, negative_slope: SlopeLike = 0.01) -> da.Array:
 
 def _leaky_relu(x, negative_slope, fname):
     x = _as_dask(x, fname, "x")
-    _core.leaky_relu_impl(_probe(x.dtype), negative_slope, fname=fname)
+    _core.check_dtype(x.dtype, fname, "x")
+    _core.slope_value(negative_slope, fname)
     return da.map_blocks(
         _leaky_relu_block,
         x,
@@ -262,9 +258,10 @@ def leaky_relu_backward(grad_output: _ArrayLike, x: _ArrayLike, negative_slope: 
     fname = "leaky_relu_backward"
     grad_output = _as_dask(grad_output, "leaky_relu_backward", "grad_output")
     x = _as_dask(x, "leaky_relu_backward", "x")
-    _core.leaky_relu_backward_impl(
-        _probe(grad_output.dtype), _probe(x.dtype), negative_slope, self_is_result, fname=fname
-    )
+    _core.check_dtype(grad_output.dtype, fname, "grad_output")
+    _core.check_dtype(x.dtype, fname, "x")
+    _core.slope_value(negative_slope, fname)
+    _core.check_self_is_result(negative_slope, self_is_result, fname)
     dtype = _core.result_dtype(grad_output.dtype, x.dtype)
     _broadcast_shape(fname, "grad_output", grad_output.shape, "x", x.shape)
     ndim = max(grad_output.ndim, x.ndim)
@@ -302,86 +299,42 @@ def _prelu_plan(fname, grad_output, x, weight, axis):
     ``grad_weight`` is not summed over).
     """
     x = _as_dask(x, fname, "x")
+    _core.check_dtype(x.dtype, fname, "x")
     w_is_dask = isinstance(weight, da.Array)
-    if w_is_dask:
-        w_shape = weight.shape
-        w_probe = np.broadcast_to(np.zeros((), weight.dtype), w_shape)
-    else:
-        # the core converts and checks the real (small) weight itself
-        w_probe = weight
-        if not isinstance(weight, (str, bytes, type(None))):
-            try:
-                w_probe = np.asarray(weight)
-            except (TypeError, ValueError):  # the core reports what it cannot take
-                w_probe = weight
-        w_shape = w_probe.shape if isinstance(w_probe, np.ndarray) else ()
-    w_size = math.prod(w_shape)
-    ndim = x.ndim
-    shape = x.shape
-
-    # the probe has x's extent on the axes the weight varies along, 1 (or 0) elsewhere
-    along = set()
-    if w_size != 1:
-        if len(w_shape) == 1:
-            try:
-                a = operator.index(axis)
-            except TypeError:
-                a = None  # the core's probe reports it
-            if a is not None and ndim > 0 and -ndim <= a < ndim:
-                along = {a % ndim}
-        else:
-            along = {
-                ndim - len(w_shape) + i
-                for i, n in enumerate(w_shape)
-                if n != 1 and ndim - len(w_shape) + i >= 0
-            }
-    for d in along:
-        if not _known((shape[d],)):
+    if not w_is_dask:
+        weight = _core.as_array(weight, fname, "weight")  # small: passed whole, or split below
+    _core.prelu_dtype(x.dtype, weight.dtype,
+                      None if grad_output is None else grad_output.dtype, fname=fname)
+    w_shape = weight.shape
+    # the core's shape rule; x's unknown extents are left unchecked there, and must not be
+    # on the axes the weight varies along (its blocks are cut to match x's chunks)
+    wb_shape = _core.prelu_weight_shape(x.shape, w_shape, axis, fname=fname)
+    along = {d for d, n in enumerate(wb_shape) if n != 1}
+    for d in sorted(along):
+        if not _known((x.shape[d],)):
             raise ValueError(
                 f"{fname}: x has unknown chunk sizes along axis {d}, which the weight applies "
                 "along; call x.compute_chunk_sizes() first"
             )
-    pshape = tuple(
-        shape[d] if d in along else (min(shape[d], 1) if _known((shape[d],)) else 1)
-        for d in range(ndim)
-    )
-    x_probe = np.broadcast_to(np.zeros((), x.dtype), pshape)
-    g_probe = None if grad_output is None else np.zeros((), grad_output.dtype)
-    try:
-        if grad_output is None:
-            _core.prelu_impl(x_probe, w_probe, axis, fname=fname)
-        else:
-            _core.prelu_backward_parts(g_probe, x_probe, w_probe, axis, fname=fname)
-    except ValueError as exc:
-        if pshape != shape:  # report x's real shape, not the probe's
-            raise ValueError(
-                str(exc).replace(f"x of shape {pshape}", f"x of shape {shape}")
-            ) from None
-        raise
-
-    # checks passed: weight has x's dtype, a valid shape, and axis is valid if it matters
-    if w_size == 1:
-        kept = frozenset()
+    kept = frozenset(along)
+    if math.prod(w_shape) == 1:
         if w_is_dask:
             return x, weight.reshape(()), (), kept, axis, w_shape
-        return x, w_probe, None, kept, axis, w_shape
+        return x, weight, None, kept, axis, w_shape
     if len(w_shape) == 1:
-        (a,) = along
-        chunks = (x.chunks[a],)
-        w_ind = (a,)
-        kept = frozenset(along)
-        axis = a
+        (axis,) = along
+        chunks = (x.chunks[axis],)
+        w_ind = (axis,)
     else:
-        off = ndim - len(w_shape)
+        off = x.ndim - len(w_shape)
         chunks = tuple(
             x.chunks[off + i] if off + i in along else (n,) for i, n in enumerate(w_shape)
         )
-        w_ind = tuple(range(off, ndim))
-        kept = frozenset(along)
+        w_ind = tuple(range(off, x.ndim))
     if w_is_dask:
         w = weight.rechunk(chunks)
     else:
-        w = da.from_array(np.asarray(w_probe), chunks=chunks)
+        w = da.from_array(weight, chunks=chunks)
     return x, w, w_ind, kept, axis, w_shape
 
 
