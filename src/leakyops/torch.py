@@ -220,22 +220,10 @@ def _slope(fname: str, value) -> float:
         if value.numel() != 1:
             raise ValueError(f"{fname}: negative_slope must be a number, got a tensor of shape {tuple(value.shape)}")
         value = value.item()
-    return _core._slope_value(value, fname, "negative_slope")
+    return _core.slope_value(value, fname)
 
 # _EMPTY_NOTE: an empty result needs no kernel call: it returns right after
-# the front-end's own checks (this also spares the core NumPy's all-zero
-# strides of empty arrays).
-
-
-def _check_self_is_result(fname: str, negative_slope: float, self_is_result: bool) -> None:
-    """The core's rule, checked in the real and fake kernels alike (also for empty tensors,
-    which never reach the core): self_is_result needs ``negative_slope >= 0`` (NaN fails)."""
-    if self_is_result and not negative_slope >= 0:
-        raise ValueError(
-            f"{fname}: self_is_result=True needs negative_slope >= 0, got {negative_slope}: "
-            "the input's sign cannot be recovered from the result; use the out-of-place "
-            "leaky_relu"
-        )
+# the front-end's own checks.
 
 
 # The bodies of the operators are plain functions: the custom operators call them (for
@@ -294,7 +282,7 @@ def _leaky_relu_backward_kernel(
     fname = _FN + "leaky_relu_backward"
     _check_tensor(fname, "grad_output", grad_output)
     _check_tensor(fname, "self", self)
-    _check_self_is_result(fname, negative_slope, self_is_result)
+    _core.check_self_is_result(negative_slope, self_is_result, fname)
     shape, dtype, template = _backward_result(fname, grad_output, self)
     out = _empty_result(shape, dtype, template, self.device)
     if out.numel() == 0:  # see _EMPTY_NOTE
@@ -325,7 +313,7 @@ def _(grad_output, self, negative_slope, self_is_result):
     fname = _FN + "leaky_relu_backward"
     _check_tensor(fname, "grad_output", grad_output)
     _check_tensor(fname, "self", self)
-    _check_self_is_result(fname, negative_slope, self_is_result)
+    _core.check_self_is_result(negative_slope, self_is_result, fname)
     shape, dtype, template = _backward_result(fname, grad_output, self)
     return _empty_result(shape, dtype, template, self.device)
 

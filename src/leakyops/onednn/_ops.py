@@ -15,7 +15,6 @@ import numbers
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import ml_dtypes
 import numpy as np
 
 from .. import _core
@@ -202,7 +201,7 @@ def convert_attr(op_name: str, key: OpAttr, kind: str, value):
         # through the core's slope rule: ints beyond float range round to ±inf, and values
         # beyond f32's range round to ±inf without a warning
         with np.errstate(over="ignore"):
-            return np.float32(_core._slope_value(value, op_name, key.name))
+            return np.float32(_core.slope_value(value, op_name, key.name))
     if kind == _BOOL:
         if not isinstance(value, (bool, np.bool_)):
             fail(Status.invalid_graph_op,
@@ -452,57 +451,22 @@ def _slope_arg(wei: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, int
     return wei.reshape(shape), 1
 
 
-_TINY = np.float32(2.0**-126)
-
-
-def _flush(out: np.ndarray, wide: np.ndarray) -> None:
-    """Where the float32 value ``wide`` of a bf16 result lies below 2**-126 in magnitude, the
-    result becomes a zero of its sign (vcvtneps2bf16 flushes subnormals): a select."""
-    with np.errstate(invalid="ignore"):
-        tiny = np.abs(wide) < _TINY
-    if tiny.any():
-        np.copyto(out, np.where(np.signbit(wide), out.dtype.type(-0.0), out.dtype.type(0.0)),
-                  where=tiny)
-
-
-def _widened(arrays):
-    return [a.astype(np.float32) if a.dtype != np.float32 else a for a in arrays]
-
-
 def compute(kind, attrs, the_plan: Plan, ins: list[np.ndarray], outs: list[np.ndarray]) -> None:
     """Run one op: ``ins``/``outs`` are NumPy views over the tensors' buffers."""
+    flush = the_plan.flush_bf16
     if kind == OpKind.LeakyReLU:
-        alpha = attrs[OpAttr.alpha]
-        _core_call(_core.leaky_relu_impl, ins[0], alpha, outs[0], compare=the_plan.compare,
-                   fname="LeakyReLU")
-        if the_plan.flush_bf16 and outs[0].dtype == _BF16:
-            wide = _core_call(_core.leaky_relu_impl, ins[0].astype(np.float32), alpha,
-                              compare=the_plan.compare, fname="LeakyReLU")
-            _flush(outs[0], wide)
+        _core_call(_core.leaky_relu_impl, ins[0], attrs[OpAttr.alpha], outs[0],
+                   compare=the_plan.compare, bf16_flush=flush, fname="LeakyReLU")
         return
     src = ins[0]
     assert the_plan.slope_shape is not None
     wei, axis = _slope_arg(ins[1], the_plan.slope_shape)
     if kind == OpKind.PReLU:
         _core_call(_core.prelu_impl, src, wei, axis, outs[0], compare=the_plan.compare,
-                   fname="PReLU")
-        if the_plan.flush_bf16 and outs[0].dtype == _BF16:
-            s32, w32 = _widened([src, wei])
-            _flush(outs[0], _core_call(_core.prelu_impl, s32, w32, axis,
-                                       compare=the_plan.compare, fname="PReLU"))
+                   bf16_flush=flush, fname="PReLU")
         return
     diff_src, acc = _core_call(_core.prelu_backward_parts, ins[2], src, wei, axis,
-                               compare=the_plan.compare, fname="PReLUBackward")
+                               compare=the_plan.compare, bf16_flush=flush, fname="PReLUBackward")
     np.copyto(outs[0], diff_src)
-    outs[1][...] = _core.round_grad_weight(acc, outs[1].dtype).reshape(outs[1].shape)
-    if the_plan.flush_bf16:
-        if outs[0].dtype == _BF16:
-            g32, s32, w32 = _widened([ins[2], src, wei])
-            wide, _ = _core_call(_core.prelu_backward_parts, g32, s32, w32, axis,
-                                 compare=the_plan.compare, fname="PReLUBackward")
-            _flush(outs[0], wide)
-        if outs[1].dtype == _BF16:
-            _flush(outs[1], _core.round_grad_weight(acc, np.float32).reshape(outs[1].shape))
-
-
-_BF16 = np.dtype(ml_dtypes.bfloat16)
+    outs[1][...] = _core.round_grad_weight(acc, outs[1].dtype, bf16_flush=flush).reshape(
+        outs[1].shape)
