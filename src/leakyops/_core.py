@@ -39,8 +39,8 @@ __all__ = [
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 SUPPORTED_DTYPES = (np.dtype(np.float16), BFLOAT16, np.dtype(np.float32), np.dtype(np.float64))
-_KINDS = ("f16", "bf16", "f32", "f64")
-_KIND = dict(zip(SUPPORTED_DTYPES, _KINDS))
+_SUPPORTED = frozenset(SUPPORTED_DTYPES)
+_F64 = np.dtype(np.float64)
 _VIEW = {dt: _kernels.VIEW_DTYPES[dt.name] for dt in SUPPORTED_DTYPES}
 _SUPPORTED_NAMES = "float16, bfloat16, float32, float64"
 _COMPARE = {">": False, ">=": True}
@@ -59,47 +59,76 @@ _DNNL_PRELU = {"dnnl-ref": _kernels.DNNL_REF, "dnnl-jit": _kernels.DNNL_JIT,
 
 # ---------------------------------------------------------------------------------------------
 # argument checks
+#
+# The checks below raise _ArgTypeError/_ArgValueError with what is wrong ("x has dtype
+# int8; ..."); the public function that was called adds its name once (_named_call, or the
+# try blocks of the *_impl functions), so that the message reads "leaky_relu: x has ...".
+
+
+class _ArgError(Exception):
+    """A failed argument check, not yet named after the public function that was called."""
+
+
+class _ArgTypeError(_ArgError, TypeError):
+    pass
+
+
+class _ArgValueError(_ArgError, ValueError):
+    pass
+
+
+def _named(exc: _ArgError, fname: str) -> Exception:
+    """``exc`` as the plain TypeError or ValueError a caller of ``fname`` sees."""
+    return (TypeError if isinstance(exc, TypeError) else ValueError)(f"{fname}: {exc}")
+
+
+def _named_call(fname: str, check, *args):
+    try:
+        return check(*args)
+    except _ArgError as exc:
+        raise _named(exc, fname) from None
+
+
+def _as_array(value, arg: str) -> np.ndarray:
+    if type(value) is not np.ndarray:
+        if value is None or isinstance(value, (str, bytes)):
+            raise _ArgTypeError(f"{arg} must be an array of {_SUPPORTED_NAMES}, "
+                                f"got {type(value).__name__}")
+        try:
+            value = np.asarray(value)
+        except Exception as exc:  # ragged lists, objects NumPy cannot take
+            raise _ArgTypeError(f"{arg} is not an array-like: {exc}") from None
+    _check_dtype(value.dtype, arg)
+    return value
 
 
 def as_array(value, fname: str, arg: str) -> np.ndarray:
     """``value`` as an ndarray of a supported dtype (array-likes converted, no copy of an
     ndarray); a TypeError naming ``fname`` and ``arg`` otherwise."""
-    if type(value) is not np.ndarray:
-        if value is None or isinstance(value, (str, bytes)):
-            raise TypeError(f"{fname}: {arg} must be an array of {_SUPPORTED_NAMES}, "
-                            f"got {type(value).__name__}")
-        try:
-            value = np.asarray(value)
-        except Exception as exc:  # ragged lists, objects NumPy cannot take
-            raise TypeError(f"{fname}: {arg} is not an array-like: {exc}") from None
-    _kind(value.dtype, fname, arg)
-    return value
+    return _named_call(fname, _as_array, value, arg)
+
+
+def _check_dtype(dtype, arg: str) -> np.dtype:
+    if dtype not in _SUPPORTED:
+        hint = (" (non-native byte order)" if dtype.byteorder not in "=|"
+                and dtype.newbyteorder("=") in _SUPPORTED else "")
+        raise _ArgTypeError(f"{arg} has dtype {dtype}{hint}; supported: {_SUPPORTED_NAMES}")
+    return dtype
 
 
 def check_dtype(dtype, fname: str, arg: str) -> np.dtype:
     """``dtype`` if the operators take it; a TypeError naming ``fname`` and ``arg`` otherwise
     (shapes and dtypes only: front-ends check lazy or foreign arrays with it)."""
-    dtype = np.dtype(dtype)
-    _kind(dtype, fname, arg)
-    return dtype
+    return _named_call(fname, _check_dtype, np.dtype(dtype), arg)
 
 
-def _kind(dtype, fname: str, arg: str) -> str:
-    kind = _KIND.get(dtype)
-    if kind is None:
-        hint = " (non-native byte order)" if dtype.byteorder not in "=|" and dtype.newbyteorder("=") in _KIND else ""
-        raise TypeError(f"{fname}: {arg} has dtype {dtype}{hint}; supported: {_SUPPORTED_NAMES}")
-    return kind
-
-
-def slope_value(value, fname: str = "leaky_relu", arg: str = "negative_slope") -> float:
-    """The slope as a Python float (exact for every float type; ints round to nearest)."""
+def _slope_value(value, arg: str = "negative_slope") -> float:
     if type(value) is float:
         return value
     if isinstance(value, np.ndarray):
         if value.size != 1:
-            raise ValueError(f"{fname}: {arg} must be a real scalar, got an array of shape "
-                             f"{value.shape}")
+            raise _ArgValueError(f"{arg} must be a real scalar, got an array of shape "
+                                 f"{value.shape}")
         value = value.reshape(()).item() if value.dtype.kind in "biuf" else value.reshape(())[()]
     if isinstance(value, (bool, np.bool_)):
         return 1.0 if value else 0.0
@@ -113,64 +142,75 @@ def slope_value(value, fname: str = "leaky_relu", arg: str = "negative_slope") -
         return float(value)
     if isinstance(value, numbers.Real):  # fractions.Fraction and other registered reals
         return float(value)
-    raise TypeError(f"{fname}: {arg} must be a real scalar (bool, int, float, a NumPy real "
-                    f"scalar or a 0-d array), got {type(value).__name__}")
+    raise _ArgTypeError(f"{arg} must be a real scalar (bool, int, float, a NumPy real "
+                        f"scalar or a 0-d array), got {type(value).__name__}")
+
+
+def slope_value(value, fname: str = "leaky_relu", arg: str = "negative_slope") -> float:
+    """The slope as a Python float (exact for every float type; ints round to nearest)."""
+    return _named_call(fname, _slope_value, value, arg)
 
 
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
-def _slope(value, kind: str, slope_dtype, fname: str, arg: str = "negative_slope"):
-    """The slope converted for a kernel computing a ``kind`` result."""
-    v = slope_value(value, fname, arg)
+def _slope(value, dtype: np.dtype, slope_dtype):
+    """The slope as the kernels take it for a ``dtype`` result (float64 for float64, else
+    float32), rounded first to ``slope_dtype`` if given (``"storage"``: to ``dtype``)."""
+    v = _slope_value(value)
     if slope_dtype is not None:
         if isinstance(slope_dtype, str):
             if slope_dtype != "storage":
-                raise ValueError(f"{fname}: unknown slope_dtype {slope_dtype!r}")
-            slope_dtype = SUPPORTED_DTYPES[_KINDS.index(kind)]
+                raise _ArgValueError(f"unknown slope_dtype {slope_dtype!r}")
+            slope_dtype = dtype
         with np.errstate(over="ignore"):  # beyond the type's range: ±inf, like any rounding
             v = float(np.asarray(v, dtype=np.float64).astype(slope_dtype))
-    if kind == "f64":
+    if dtype == _F64:
         return np.float64(v)
-    if -_F32_MAX <= v <= _F32_MAX:  # (np.errstate costs about 1 us: only where it is needed)
+    if -_F32_MAX <= v <= _F32_MAX:  # np.errstate is slow next to a small call: only if needed
         return np.float32(v)
     with np.errstate(over="ignore"):  # beyond float32's range (or NaN): ±inf, like any rounding
         return np.float32(v)
 
 
-def _out(out, shape, fname: str, arg: str = "out") -> np.ndarray:
+def _out(out, shape, arg: str = "out") -> np.ndarray:
     if type(out) is not np.ndarray and not isinstance(out, np.ndarray):
-        raise TypeError(f"{fname}: {arg} must be a numpy.ndarray, got {type(out).__name__}")
-    _kind(out.dtype, fname, arg)
+        raise _ArgTypeError(f"{arg} must be a numpy.ndarray, got {type(out).__name__}")
+    _check_dtype(out.dtype, arg)
     if out.shape != shape:
-        raise ValueError(f"{fname}: {arg} has shape {out.shape}, the result has shape {shape}")
+        raise _ArgValueError(f"{arg} has shape {out.shape}, the result has shape {shape}")
     if not out.flags.writeable:
-        raise ValueError(f"{fname}: {arg} is read-only")
-    _no_internal_overlap(out, fname, arg)
+        raise _ArgValueError(f"{arg} is read-only")
+    _no_internal_overlap(out, arg)
     return out
 
 
-def _no_internal_overlap(a: np.ndarray, fname: str, arg: str) -> None:
+def _no_internal_overlap(a: np.ndarray, arg: str) -> None:
     if a.size == 0:
         return
     for n, st in zip(a.shape, a.strides):
         if st == 0 and n > 1:
-            raise ValueError(f"{fname}: {arg} has internal overlap (a zero stride): more than "
-                             f"one element refers to the same memory")
+            raise _ArgValueError(f"{arg} has internal overlap (a zero stride): more than "
+                                 f"one element refers to the same memory")
 
 
-def check_self_is_result(negative_slope, self_is_result, fname: str = "leaky_relu_backward") -> None:
+def _check_self_is_result(negative_slope, self_is_result) -> None:
+    if not isinstance(self_is_result, (bool, np.bool_)):
+        raise _ArgTypeError(f"self_is_result must be a bool, got {type(self_is_result).__name__}")
+    if self_is_result:
+        raw = _slope_value(negative_slope)
+        if not raw >= 0:
+            raise _ArgValueError(f"self_is_result=True needs negative_slope >= 0, got {raw!r}: "
+                                 "the sign of the input cannot be recovered from the result; "
+                                 "call the out-of-place forward instead")
+
+
+def check_self_is_result(negative_slope, self_is_result,
+                         fname: str = "leaky_relu_backward") -> None:
     """``leaky_relu_backward``'s rule for ``self_is_result``: a bool, and ``True`` only with
     ``negative_slope >= 0`` (NaN fails): from a result computed with a negative slope, the
     sign of the input cannot be told (a negative result may come from a positive input)."""
-    if not isinstance(self_is_result, (bool, np.bool_)):
-        raise TypeError(f"{fname}: self_is_result must be a bool, got {type(self_is_result).__name__}")
-    if self_is_result:
-        raw = slope_value(negative_slope, fname, "negative_slope")
-        if not raw >= 0:
-            raise ValueError(f"{fname}: self_is_result=True needs negative_slope >= 0, got {raw!r}: "
-                             "the sign of the input cannot be recovered from the result; "
-                             "call the out-of-place forward instead")
+    _named_call(fname, _check_self_is_result, negative_slope, self_is_result)
 
 
 def result_dtype(a, b) -> np.dtype:
@@ -178,27 +218,28 @@ def result_dtype(a, b) -> np.dtype:
     a, b = np.dtype(a), np.dtype(b)
     if a == b:
         return a
-    if np.dtype(np.float64) in (a, b):
-        return np.dtype(np.float64)
+    if _F64 in (a, b):
+        return _F64
     return np.dtype(np.float32)
 
 
-def _compare(compare: str, fname: str, rules=None):
-    """The kernels' ``ge`` argument for ``compare``: a bool, or one of ``rules`` (a Rule)."""
-    ge = _COMPARE.get(compare) if type(compare) is str else None
-    if ge is None and rules and type(compare) is str:
-        ge = rules.get(compare)
-    if ge is None:
-        names = ", ".join(repr(c) for c in [*_COMPARE, *(rules or ())])
-        raise ValueError(f"{fname}: compare must be one of {names}, got {compare!r}")
-    return ge
+def _rule(compare: str, vendor_rules=None):
+    """The kernels' rule argument (their ``ge``) for ``compare``: ``True`` for ``">="``,
+    ``False`` for ``">"``, or one of ``vendor_rules`` (a :class:`_kernels.Rule`)."""
+    rule = _COMPARE.get(compare) if type(compare) is str else None
+    if rule is None and vendor_rules and type(compare) is str:
+        rule = vendor_rules.get(compare)
+    if rule is None:
+        names = ", ".join(repr(c) for c in [*_COMPARE, *(vendor_rules or ())])
+        raise _ArgValueError(f"compare must be one of {names}, got {compare!r}")
+    return rule
 
 
 # ---------------------------------------------------------------------------------------------
 # layouts: coalesce operands that share one shape into at most three axes
 
 
-def _kview(a: np.ndarray) -> np.ndarray:
+def _kernel_view(a: np.ndarray) -> np.ndarray:
     """The kernel's view of an array: float16 as uint16 bits, bfloat16 as int16 bits."""
     return a.view(_VIEW[a.dtype]) if a.dtype.itemsize == 2 else a
 
@@ -346,7 +387,7 @@ def copy(src: np.ndarray, dst: np.ndarray) -> None:
 
     The benchmark's copy ceiling: the same runtime as the operators, moving the same bytes.
     """
-    _run_rows(_kernels.copy_row, [_kview(src).reshape(-1), _kview(dst).reshape(-1)])
+    _run_rows(_kernels.copy_row, [_kernel_view(src).reshape(-1), _kernel_view(dst).reshape(-1)])
 
 
 def _all_c_contiguous(*arrays) -> bool:
@@ -354,7 +395,7 @@ def _all_c_contiguous(*arrays) -> bool:
 
 
 def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
-    if a is b:  # (reading a data pointer costs about 1 us)
+    if a is b:  # (reading a data pointer through __array_interface__ is slow: only if needed)
         return True
     return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
             and a.strides == b.strides and a.shape == b.shape and a.dtype.itemsize == b.dtype.itemsize)
@@ -370,13 +411,13 @@ def _needs_temp(out: np.ndarray, dtype, inputs) -> bool:
     return False
 
 
-def _finish(out, shape, dtype, inputs, compute, fname):
+def _finish(out, shape, dtype, inputs, compute):
     """Allocate or check ``out``, run ``compute(dest)``, honour casting and overlap."""
     if out is None:
         dest = np.empty(shape, dtype)
         compute(dest)
         return dest
-    out = _out(out, shape, fname)
+    out = _out(out, shape)
     if _needs_temp(out, dtype, inputs):
         tmp = np.empty(shape, dtype)
         compute(tmp)
@@ -394,9 +435,9 @@ def _finish(out, shape, dtype, inputs, compute, fname):
 #: The view dtype a kernel receives for each storage dtype (None: the array itself).
 _FAST_VIEW = {dt: (_VIEW[dt] if dt.itemsize == 2 else None) for dt in SUPPORTED_DTYPES}
 #: Compiled entry points of the contiguous path's kernels, per kernel, then per (storage dtype,
-#: flags): called without numba's type dispatch (a fifth of a 1,000-element call), so only with arguments of exactly the types
-#: they were compiled for: 1-D C-contiguous aligned arrays of the view dtype, a Python float
-#: slope (or weight arrays), the ``ge`` bool.
+#: flags): called without numba's type dispatch (a large share of a small call's time), so
+#: only with arguments of exactly the types they were compiled for: 1-D C-contiguous aligned
+#: arrays of the view dtype, a Python float slope (or weight arrays), the ``rule`` bool.
 _ENTRY: dict = {}
 
 
@@ -468,35 +509,42 @@ def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtyp
     if type(negative_slope) is float and slope_dtype is None and type(x) is np.ndarray \
             and bf16_flush is False:
         # the contiguous path, written out: a 1,000-element call is mostly this Python
-        ge = _COMPARE.get(compare)
+        rule = _COMPARE.get(compare)
         view = _FAST_VIEW.get(x.dtype, False)
         f = x.flags
-        if ge is not None and view is not False and f.c_contiguous and f.aligned:
+        if rule is not None and view is not False and f.c_contiguous and f.aligned:
             dest = _plain_dest(out, x)
             if dest is not None:
                 xf, df = (x, dest) if x.ndim == 1 else (x.reshape(-1), dest.reshape(-1))
                 if view is not None:
                     xf, df = xf.view(view), df.view(view)
-                _run_fast(_kernels.lrelu_fwd_row, (xf, df, negative_slope, ge), ge, dest.nbytes)
+                _run_fast(_kernels.lrelu_fwd_row, (xf, df, negative_slope, rule), rule, dest.nbytes)
                 return dest
-    x = as_array(x, fname, "x")
-    kind = _KIND[x.dtype]
-    s = _slope(negative_slope, kind, slope_dtype, fname)
-    ge = _compare(compare, fname, _DNNL_LRELU)
-    if ge is _kernels.DNNL_ELTWISE:
+    try:
+        return _leaky_relu(x, negative_slope, out, compare, slope_dtype, bf16_flush)
+    except _ArgError as exc:
+        raise _named(exc, fname) from None
+
+
+def _leaky_relu(x, negative_slope, out, compare, slope_dtype, bf16_flush):
+    """:func:`leaky_relu_impl` past its contiguous path: check, normalise, call a kernel."""
+    x = _as_array(x, "x")
+    s = _slope(negative_slope, x.dtype, slope_dtype)
+    rule = _rule(compare, _DNNL_LRELU)
+    if rule is _kernels.DNNL_ELTWISE:
         if s == 0:
-            ge = _kernels.DNNL_RELU  # oneDNN's eltwise kernel with alpha == 0: max(x, +0)
+            rule = _kernels.DNNL_RELU  # oneDNN's eltwise kernel with alpha == 0: max(x, +0)
         elif x.dtype.itemsize == 2:
-            ge = _kernels.DNNL_ELTWISE_HALF  # its half types' NaNs come back quiet
+            rule = _kernels.DNNL_ELTWISE_HALF  # its half types' NaNs come back quiet
     if x.size == 0:
-        return _finish(out, x.shape, x.dtype, (x,), lambda dest: None, fname)
+        return _finish(out, x.shape, x.dtype, (x,), lambda dest: None)
 
     def compute(dest):
-        _lrelu_fwd(x, dest, s, ge)
+        _lrelu_fwd(x, dest, s, rule)
 
-    result = _finish(out, x.shape, x.dtype, (x,), compute, fname)
+    result = _finish(out, x.shape, x.dtype, (x,), compute)
     if bf16_flush and result.dtype == BFLOAT16:
-        _flush_bf16(result, leaky_relu_impl(_as_f32(x), float(s), compare=compare, fname=fname))
+        _flush_bf16(result, _leaky_relu(_as_f32(x), float(s), None, compare, None, False))
     return result
 
 
@@ -518,40 +566,44 @@ def _flush_bf16(result: np.ndarray, wide: np.ndarray) -> None:
         np.copyto(result, zeros, where=tiny)
 
 
-def _lrelu_fwd(x: np.ndarray, dest: np.ndarray, s, ge: bool) -> None:
+def _lrelu_fwd(x: np.ndarray, dest: np.ndarray, s, rule) -> None:
     """The forward kernel call for ``dest`` (``x`` itself, or memory that does not overlap)."""
     if dest is x or _same_view(dest, x):
         if x.flags.c_contiguous:
-            _run_rows(_kernels.lrelu_fwd_row_inplace, [_kview(x).reshape(-1)], (s, ge))
+            _run_rows(_kernels.lrelu_fwd_row_inplace, [_kernel_view(x).reshape(-1)], (s, rule))
         else:
-            _run_nd(_kernels.lrelu_fwd_nd_inplace, _coalesce([_kview(x)]), (s, ge))
+            _run_nd(_kernels.lrelu_fwd_nd_inplace, _coalesce([_kernel_view(x)]), (s, rule))
     elif x.flags.c_contiguous and dest.flags.c_contiguous:
-        _run_rows(_kernels.lrelu_fwd_row, [_kview(x).reshape(-1), _kview(dest).reshape(-1)], (s, ge))
+        _run_rows(_kernels.lrelu_fwd_row,
+                  [_kernel_view(x).reshape(-1), _kernel_view(dest).reshape(-1)], (s, rule))
     else:
-        views = _coalesce([_kview(dest), _kview(x)])
-        _run_nd(_kernels.lrelu_fwd_nd, [views[1], views[0]], (s, ge))
+        views = _coalesce([_kernel_view(dest), _kernel_view(x)])
+        _run_nd(_kernels.lrelu_fwd_nd, [views[1], views[0]], (s, rule))
 
 
 def leaky_relu_inplace_impl(x, negative_slope=0.01, *, compare=">", slope_dtype=None,
                             fname="leaky_relu_"):
     if type(negative_slope) is float and slope_dtype is None and type(x) is np.ndarray:
         # the contiguous path (see leaky_relu_impl)
-        ge = _COMPARE.get(compare)
+        rule = _COMPARE.get(compare)
         view = _FAST_VIEW.get(x.dtype, False)
         f = x.flags
-        if ge is not None and view is not False and f.c_contiguous and f.aligned and f.writeable:
+        if rule is not None and view is not False and f.c_contiguous and f.aligned and f.writeable:
             flat = x if x.ndim == 1 else x.reshape(-1)
             flat = flat if view is None else flat.view(view)
-            _run_fast(_kernels.lrelu_fwd_row_inplace, (flat, negative_slope, ge), ge, x.nbytes)
+            _run_fast(_kernels.lrelu_fwd_row_inplace, (flat, negative_slope, rule), rule, x.nbytes)
             return x
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"{fname}: x must be a numpy.ndarray to be modified in place, "
-                        f"got {type(x).__name__}")
-    _kind(x.dtype, fname, "x")
-    if not x.flags.writeable:
-        raise ValueError(f"{fname}: x is read-only")
-    _no_internal_overlap(x, fname, "x")
-    leaky_relu_impl(x, negative_slope, x, compare=compare, slope_dtype=slope_dtype, fname=fname)
+    try:
+        if not isinstance(x, np.ndarray):
+            raise _ArgTypeError(f"x must be a numpy.ndarray to be modified in place, "
+                                f"got {type(x).__name__}")
+        _check_dtype(x.dtype, "x")
+        if not x.flags.writeable:
+            raise _ArgValueError("x is read-only")
+        _no_internal_overlap(x, "x")
+        _leaky_relu(x, negative_slope, x, compare, slope_dtype, False)
+    except _ArgError as exc:
+        raise _named(exc, fname) from None
     return x
 
 
@@ -566,11 +618,11 @@ def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=Fals
             and type(grad_output) is np.ndarray \
             and (self_is_result is False or (self_is_result is True and negative_slope >= 0)):
         # the contiguous path, written out (see leaky_relu_impl): operands of one dtype and shape
-        ge = _COMPARE.get(compare)
+        rule = _COMPARE.get(compare)
         dt = x.dtype
         view = _FAST_VIEW.get(dt, False)
         fx, fg = x.flags, grad_output.flags
-        if ge is not None and view is not False and grad_output.dtype is dt \
+        if rule is not None and view is not False and grad_output.dtype is dt \
                 and grad_output.shape == x.shape and fx.c_contiguous and fx.aligned \
                 and fg.c_contiguous and fg.aligned:
             dest = _plain_dest(out, x, grad_output)
@@ -581,35 +633,45 @@ def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=Fals
                     gf, xf, df = grad_output.reshape(-1), x.reshape(-1), dest.reshape(-1)
                 if view is not None:
                     gf, xf, df = gf.view(view), xf.view(view), df.view(view)
-                _run_fast(_kernels.lrelu_bwd_row, (gf, xf, df, negative_slope, ge), ge, dest.nbytes)
+                _run_fast(_kernels.lrelu_bwd_row, (gf, xf, df, negative_slope, rule), rule,
+                          dest.nbytes)
                 return dest
-    g = as_array(grad_output, fname, "grad_output")
-    x = as_array(x, fname, "x")
+    try:
+        return _leaky_relu_backward(grad_output, x, negative_slope, self_is_result, out, compare,
+                                    slope_dtype)
+    except _ArgError as exc:
+        raise _named(exc, fname) from None
+
+
+def _leaky_relu_backward(grad_output, x, negative_slope, self_is_result, out, compare,
+                         slope_dtype):
+    """:func:`leaky_relu_backward_impl` past its contiguous path."""
+    g = _as_array(grad_output, "grad_output")
+    x = _as_array(x, "x")
     rdtype = result_dtype(g.dtype, x.dtype)
-    rkind = _KIND[rdtype]
-    s = _slope(negative_slope, rkind, slope_dtype, fname)
-    check_self_is_result(negative_slope, self_is_result, fname)
+    s = _slope(negative_slope, rdtype, slope_dtype)
+    _check_self_is_result(negative_slope, self_is_result)
     shape = g.shape
     if shape != x.shape:
         try:
             shape = np.broadcast_shapes(g.shape, x.shape)
         except ValueError:
-            raise ValueError(f"{fname}: grad_output of shape {g.shape} and x of shape {x.shape} "
-                             "do not broadcast") from None
-    ge = _compare(compare, fname)
+            raise _ArgValueError(f"grad_output of shape {g.shape} and x of shape {x.shape} "
+                                 "do not broadcast") from None
+    rule = _rule(compare)
     if math.prod(shape) == 0:
-        return _finish(out, shape, rdtype, (g, x), lambda dest: None, fname)
+        return _finish(out, shape, rdtype, (g, x), lambda dest: None)
 
     def compute(dest):
         if g.shape == x.shape == shape and _all_c_contiguous(g, x, dest):
-            _run_rows(_kernels.lrelu_bwd_row, [_kview(g).reshape(-1), _kview(x).reshape(-1),
-                                               _kview(dest).reshape(-1)], (s, ge))
+            flats = [_kernel_view(a).reshape(-1) for a in (g, x, dest)]
+            _run_rows(_kernels.lrelu_bwd_row, flats, (s, rule))
         else:
-            views = _coalesce([_kview(dest), _kview(np.broadcast_to(g, shape)),
-                               _kview(np.broadcast_to(x, shape))])
-            _run_nd(_kernels.lrelu_bwd_nd, [views[1], views[2], views[0]], (s, ge))
+            views = _coalesce([_kernel_view(dest), _kernel_view(np.broadcast_to(g, shape)),
+                               _kernel_view(np.broadcast_to(x, shape))])
+            _run_nd(_kernels.lrelu_bwd_nd, [views[1], views[2], views[0]], (s, rule))
 
-    return _finish(out, shape, rdtype, (g, x), compute, fname)
+    return _finish(out, shape, rdtype, (g, x), compute)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -621,13 +683,7 @@ def _unknown(n) -> bool:
     return n is None or (isinstance(n, float) and math.isnan(n))
 
 
-def prelu_weight_shape(x_shape, weight_shape, axis=1, fname: str = "prelu") -> tuple:
-    """The shape, of x's rank, that a weight of ``weight_shape`` broadcasts from along x.
-
-    One element: a shared slope. A 1-D weight: along ``axis`` (its length must be x's
-    extent there). Rank >= 2: right-aligned, unidirectional (NumPy) broadcasting. Shapes
-    only; extents of x that are not known yet (None or NaN) are not compared.
-    """
+def _prelu_weight_shape(x_shape, weight_shape, axis) -> tuple:
     x_shape, weight_shape = tuple(x_shape), tuple(weight_shape)
     ndim = len(x_shape)
     if math.prod(weight_shape) == 1:
@@ -636,45 +692,60 @@ def prelu_weight_shape(x_shape, weight_shape, axis=1, fname: str = "prelu") -> t
         try:
             axis = operator.index(axis)
         except TypeError:
-            raise TypeError(f"{fname}: axis must be an int, got {type(axis).__name__}") from None
+            raise _ArgTypeError(f"axis must be an int, got {type(axis).__name__}") from None
         if ndim == 0 or not -ndim <= axis < ndim:
-            raise ValueError(f"{fname}: weight has {weight_shape[0]} elements but axis={axis} is "
-                             f"out of range for x of shape {x_shape}"
-                             + ("; for a 1-D x pass axis=0" if ndim == 1 else ""))
+            raise _ArgValueError(f"weight has {weight_shape[0]} elements but axis={axis} is "
+                                 f"out of range for x of shape {x_shape}"
+                                 + ("; for a 1-D x pass axis=0" if ndim == 1 else ""))
         axis %= ndim
         if not _unknown(x_shape[axis]) and x_shape[axis] != weight_shape[0]:
-            raise ValueError(f"{fname}: weight has {weight_shape[0]} elements but x has size "
-                             f"{x_shape[axis]} along axis {axis}")
+            raise _ArgValueError(f"weight has {weight_shape[0]} elements but x has size "
+                                 f"{x_shape[axis]} along axis {axis}")
         wshape = [1] * ndim
         wshape[axis] = weight_shape[0]
         return tuple(wshape)
     if len(weight_shape) > ndim or any(w != 1 and w != n and not _unknown(n)
                                        for w, n in zip(weight_shape[::-1], x_shape[::-1])):
-        raise ValueError(f"{fname}: weight of shape {weight_shape} does not broadcast to x of "
-                         f"shape {x_shape} (unidirectional, right-aligned)")
+        raise _ArgValueError(f"weight of shape {weight_shape} does not broadcast to x of "
+                             f"shape {x_shape} (unidirectional, right-aligned)")
     return (1,) * (ndim - len(weight_shape)) + weight_shape
+
+
+def prelu_weight_shape(x_shape, weight_shape, axis=1, fname: str = "prelu") -> tuple:
+    """The shape, of x's rank, that a weight of ``weight_shape`` broadcasts from along x.
+
+    One element: a shared slope. A 1-D weight: along ``axis`` (its length must be x's
+    extent there). Rank >= 2: right-aligned, unidirectional (NumPy) broadcasting. Shapes
+    only; extents of x that are not known yet (None or NaN) are not compared.
+    """
+    return _named_call(fname, _prelu_weight_shape, x_shape, weight_shape, axis)
+
+
+def _prelu_dtype(x_dtype, weight_dtype, grad_dtype) -> np.dtype:
+    x_dtype = _check_dtype(x_dtype, "x")
+    for arg, dt in (("weight", weight_dtype), ("grad_output", grad_dtype)):
+        if dt is None:
+            continue
+        dt = _check_dtype(dt, arg)
+        if dt != x_dtype:
+            op = "prelu" if arg == "weight" else "prelu_backward"
+            raise _ArgTypeError(f"{arg} has dtype {dt} but x has dtype {x_dtype}; "
+                                f"{op} does not promote: they must match")
+    return x_dtype
 
 
 def prelu_dtype(x_dtype, weight_dtype, grad_dtype=None, fname: str = "prelu") -> np.dtype:
     """``prelu``'s (and ``prelu_backward``'s) dtype rule: a supported dtype, and the weight
     (and ``grad_output``) of x's dtype: no promotion. Returns x's dtype."""
-    x_dtype = check_dtype(x_dtype, fname, "x")
-    for arg, dt in (("weight", weight_dtype), ("grad_output", grad_dtype)):
-        if dt is None:
-            continue
-        dt = check_dtype(dt, fname, arg)
-        if dt != x_dtype:
-            op = "prelu" if arg == "weight" else "prelu_backward"
-            raise TypeError(f"{fname}: {arg} has dtype {dt} but x has dtype {x_dtype}; "
-                            f"{op} does not promote: they must match")
-    return x_dtype
+    dtypes = [None if d is None else np.dtype(d) for d in (x_dtype, weight_dtype, grad_dtype)]
+    return _named_call(fname, _prelu_dtype, *dtypes)
 
 
-def _prelu_args(x, weight, fname, compare=">"):
-    x = as_array(x, fname, "x")
-    weight = as_array(weight, fname, "weight")
+def _prelu_args(x, weight, compare=">"):
+    x = _as_array(x, "x")
+    weight = _as_array(weight, "weight")
     if compare not in _DNNL_PRELU:  # (oneDNN: any float weight)
-        prelu_dtype(x.dtype, weight.dtype, fname=fname)
+        _prelu_dtype(x.dtype, weight.dtype, None)
     return x, weight
 
 
@@ -694,7 +765,7 @@ def _prelu_layout(x: np.ndarray, wshape, others):
             shape, st = (1, outer, x.shape[c]), (0, 0, 1)
         else:
             shape, st = (outer, x.shape[c], inner), (0, 1, 0)
-        return [_kview(a).reshape(shape) for a in arrays], (0, st)
+        return [_kernel_view(a).reshape(shape) for a in arrays], (0, st)
     wst = [0] * len(wshape)
     step = 1
     for i in range(len(wshape) - 1, -1, -1):
@@ -702,11 +773,11 @@ def _prelu_layout(x: np.ndarray, wshape, others):
             wst[i] = step
             step *= wshape[i]
     plan = _Plan(x.shape, [a.strides for a in others] + [x.strides, wst])
-    return [plan.view(_kview(a)) for a in arrays], plan.strides_of(wst)
+    return [plan.view(_kernel_view(a)) for a in arrays], plan.strides_of(wst)
 
 
 def _flat_weight(weight: np.ndarray) -> np.ndarray:
-    return _kview(np.ascontiguousarray(weight).reshape(-1))
+    return _kernel_view(np.ascontiguousarray(weight).reshape(-1))
 
 
 def _plain_prelu_layout(x, weight, axis):
@@ -746,94 +817,108 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", bf16_flush=False, fn
             xv, dv, wv = x.reshape(shape), dest.reshape(shape), weight
             if view is not None:
                 xv, dv, wv = xv.view(view), dv.view(view), wv.view(view)
-            ge, per_k = _COMPARE[compare], per_k == 1
-            _run_fast(_kernels.prelu_fwd_c_run, (xv, dv, wv, per_k, ge, 0 if shape[0] >= shape[1] else 1),
-                      (per_k, ge), dest.nbytes)
+            rule, per_k = _COMPARE[compare], per_k == 1
+            split_axis = 0 if shape[0] >= shape[1] else 1
+            _run_fast(_kernels.prelu_fwd_c_run, (xv, dv, wv, per_k, rule, split_axis), (per_k, rule),
+                      dest.nbytes)
             return dest
-    x, weight = _prelu_args(x, weight, fname, compare)
-    wshape = prelu_weight_shape(x.shape, weight.shape, axis, fname)
-    kind = _KIND[x.dtype]
-    ge = _compare(compare, fname, _DNNL_PRELU)
+    try:
+        return _prelu(x, weight, axis, out, compare, bf16_flush)
+    except _ArgError as exc:
+        raise _named(exc, fname) from None
+
+
+def _prelu(x, weight, axis, out, compare, bf16_flush):
+    """:func:`prelu_impl` past its contiguous path."""
+    x, weight = _prelu_args(x, weight, compare)
+    wshape = _prelu_weight_shape(x.shape, weight.shape, axis)
+    rule = _rule(compare, _DNNL_PRELU)
     if x.size == 0:
-        return _finish(out, x.shape, x.dtype, (x, weight), lambda dest: None, fname)
+        return _finish(out, x.shape, x.dtype, (x, weight), lambda dest: None)
     if weight.size == 1:
-        s = _kernels_slope(weight, kind)
+        s = _kernels_slope(weight, x.dtype)
 
         def compute(dest):
-            _lrelu_fwd(x, dest, s, ge)
+            _lrelu_fwd(x, dest, s, rule)
     else:
         wflat = _flat_weight(weight)
 
         def compute(dest):
             views, (off, st) = _prelu_layout(x, wshape, [dest])
-            _run_nd(_kernels.prelu_fwd_nd, views, (ge,), weight=((wflat,), off, st))
+            _run_nd(_kernels.prelu_fwd_nd, views, (rule,), weight=((wflat,), off, st))
 
-    result = _finish(out, x.shape, x.dtype, (x, weight), compute, fname)
+    result = _finish(out, x.shape, x.dtype, (x, weight), compute)
     if bf16_flush and result.dtype == BFLOAT16:
-        _flush_bf16(result, prelu_impl(_as_f32(x), _as_f32(weight), axis, compare=compare,
-                                       fname=fname))
+        _flush_bf16(result, _prelu(_as_f32(x), _as_f32(weight), axis, None, compare, False))
     return result
 
 
-def _kernels_slope(weight: np.ndarray, kind: str):
-    """A one-element weight as the kernel's slope (exact widening of the stored value)."""
+def _kernels_slope(weight: np.ndarray, dtype: np.dtype):
+    """A one-element weight as the kernel's slope for a ``dtype`` result (exact widening)."""
     value = weight.reshape(())[()]
-    return np.float64(value) if kind == "f64" else np.float32(value)
+    return np.float64(value) if dtype == _F64 else np.float32(value)
 
 
-def _prelu_backward_args(grad_output, x, weight, axis, fname, compare=">"):
+def _prelu_backward_args(grad_output, x, weight, axis, compare=">"):
     """Checked ``(g, x, weight, wshape)``: ``g`` broadcast to ``x``'s shape."""
-    x, weight = _prelu_args(x, weight, fname, compare)
-    if compare in _DNNL_PRELU and x.dtype == np.float64:
-        raise TypeError(f"{fname}: compare={compare!r} (oneDNN's float32 arithmetic) needs "
-                        f"float16, bfloat16 or float32 data, got {x.dtype}")
-    g = as_array(grad_output, fname, "grad_output")
+    x, weight = _prelu_args(x, weight, compare)
+    if compare in _DNNL_PRELU and x.dtype == _F64:
+        raise _ArgTypeError(f"compare={compare!r} (oneDNN's float32 arithmetic) needs "
+                            f"float16, bfloat16 or float32 data, got {x.dtype}")
+    g = _as_array(grad_output, "grad_output")
     if g.dtype != x.dtype:
-        prelu_dtype(x.dtype, None, g.dtype, fname=fname)
+        _prelu_dtype(x.dtype, None, g.dtype)
     if g.shape != x.shape:
         try:
             if np.broadcast_shapes(g.shape, x.shape) != x.shape:
                 raise ValueError
         except ValueError:
-            raise ValueError(f"{fname}: grad_output of shape {g.shape} does not broadcast to x's "
-                             f"shape {x.shape}") from None
+            raise _ArgValueError(f"grad_output of shape {g.shape} does not broadcast to x's "
+                                 f"shape {x.shape}") from None
         g = np.broadcast_to(g, x.shape)
-    return g, x, weight, prelu_weight_shape(x.shape, weight.shape, axis, fname)
+    return g, x, weight, _prelu_weight_shape(x.shape, weight.shape, axis)
 
 
 def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", bf16_flush=False,
                          fname="prelu_backward"):
     """``(grad_input, acc)``: ``acc`` is the unrounded float64 ``grad_weight``, shaped like
     weight (``bf16_flush``: a bfloat16 ``grad_input`` as in :func:`leaky_relu_impl`)."""
-    g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, fname, compare)
-    ge = _compare(compare, fname, _DNNL_PRELU)
+    try:
+        return _prelu_backward_parts(grad_output, x, weight, axis, compare, bf16_flush)
+    except _ArgError as exc:
+        raise _named(exc, fname) from None
+
+
+def _prelu_backward_parts(grad_output, x, weight, axis, compare, bf16_flush):
+    g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, compare)
+    rule = _rule(compare, _DNNL_PRELU)
     grad_input = np.empty(x.shape, x.dtype)
-    acc = _prelu_backward_into(grad_input, g, x, weight, wshape, ge)
+    acc = _prelu_backward_into(grad_input, g, x, weight, wshape, rule)
     if bf16_flush and grad_input.dtype == BFLOAT16 and grad_input.size:
-        wide, _ = prelu_backward_parts(_as_f32(g), _as_f32(x), _as_f32(weight), axis,
-                                       compare=compare, fname=fname)
+        wide, _ = _prelu_backward_parts(_as_f32(g), _as_f32(x), _as_f32(weight), axis, compare,
+                                        False)
         _flush_bf16(grad_input, wide)
     return grad_input, acc
 
 
-def _prelu_backward_c(g, x, gi, weight, per_k: bool, ge: bool, acc: np.ndarray) -> None:
+def _prelu_backward_c(g, x, gi, weight, per_k: bool, rule: bool, acc: np.ndarray) -> None:
     """The backward over C-contiguous 3-D kernel views (see ``_kernels.prelu_bwd_c_run``):
     ``gi`` written, the float64 weight gradient in ``acc``; threaded when large."""
     # (the entry points are cached by the first operand's dtype: a weight of another dtype,
     # which oneDNN's rules allow, is part of the key)
-    flags = (per_k, ge) if weight.dtype is g.dtype else (per_k, ge, weight.dtype)
-    _run_fast(_kernels.prelu_bwd_c_run, (g, x, gi, weight, acc, per_k, ge), flags, gi.nbytes)
+    flags = (per_k, rule) if weight.dtype is g.dtype else (per_k, rule, weight.dtype)
+    _run_fast(_kernels.prelu_bwd_c_run, (g, x, gi, weight, acc, per_k, rule), flags, gi.nbytes)
 
 
-def _prelu_backward_into(grad_input, g, x, weight, wshape, ge) -> np.ndarray:
+def _prelu_backward_into(grad_input, g, x, weight, wshape, rule) -> np.ndarray:
     """Write ``grad_input`` (x's shape and dtype, not overlapping the inputs) and return the
     unrounded float64 weight gradient, shaped like ``weight``.
 
-    How the work is split depends on the shapes only, never on the thread count, so the
-    bits do not either: along an axis the weight is not broadcast over (each weight
-    element's sum stays in one part), else along a reduced axis in units of ``UNIT``
-    elements, each with its own partial sums, combined in unit order. Threads then take the
-    parts.
+    How the work is split depends on the shapes and the memory layout (the axes are walked
+    in memory order), never on the thread count, so the bits do not either: along an axis
+    the weight is not broadcast over (each weight element's sum stays in one part), else
+    along a reduced axis in units of ``UNIT`` elements, each with its own partial sums,
+    combined in unit order. Threads then take the parts.
     """
     wsize = weight.size
     result = np.zeros(wsize, np.float64)
@@ -845,34 +930,34 @@ def _prelu_backward_into(grad_input, g, x, weight, wshape, ge) -> np.ndarray:
     if x3.ndim == 3 and off == 0 and st in ((0, 1, 0), (0, 0, 1)) \
             and all(v.flags.c_contiguous for v in views):
         # C-contiguous views with a 1-D weight along one axis: the loops without per-row slices
-        _prelu_backward_c(g3, x3, gi3, wflat, st[2] == 1, ge, result)
-        return _dnnl_sum_zero(result, ge, wsize < x.size).reshape(weight.shape)
+        _prelu_backward_c(g3, x3, gi3, wflat, st[2] == 1, rule, result)
+        return _dnnl_sum_zero(result, rule, wsize < x.size).reshape(weight.shape)
     if x3.ndim > 3:  # rare: more than three axes survive coalescing; one part per leading index
-        pair = _partials(1, wsize, ge)
+        pair = _partials(1, wsize, rule)
         for idx in np.ndindex(*x3.shape[:-3]):
             o = off + sum(i * s for i, s in zip(idx, st))
             _kernels.prelu_bwd_nd(*(v[idx] for v in views), wflat, pair[0, 0], pair[0, 1], o,
-                                  *st[len(idx):], ge)
-        _kernels.combine_partials(pair, result, ge)
-        return _dnnl_sum_zero(result, ge, wsize < x.size).reshape(weight.shape)
+                                  *st[len(idx):], rule)
+        _kernels.combine_partials(pair, result, rule)
+        return _dnnl_sum_zero(result, rule, wsize < x.size).reshape(weight.shape)
     shape = x3.shape
     reduced = [a for a in range(3) if st[a] == 0 and shape[a] > 1]
     kept = [a for a in range(3) if a not in reduced and shape[a] > 1]
     axis_k = _split_axis(shape, [a for a in kept if a < 2])  # not the innermost axis
     if axis_k >= 0 and shape[axis_k] >= 2:
-        axis, parts, partials = axis_k, shape[axis_k], _partials(1, wsize, ge)
+        axis, parts, partials = axis_k, shape[axis_k], _partials(1, wsize, rule)
     else:
         axis = max(_split_axis(shape, reduced), 0)
         parts = max(1, min(shape[axis], x.size // _kernels.UNIT,
                            _kernels.PARTIALS_BUDGET // max(wsize, 1)))
-        partials = _partials(min(parts, shape[axis]), wsize, ge)
+        partials = _partials(min(parts, shape[axis]), wsize, rule)
     threads = min(_threads_for(x.nbytes), parts)
     if partials.shape[0] == 1:  # parts share one pair: as many parts as threads
         parts = threads
     bounds = np.array([lo for lo, _ in _chunks(shape[axis], parts)] + [shape[axis]], np.int64)
     if threads > 1 and _threads.enter_parallel():
         try:
-            _kernels.prelu_bwd_nd_par(*views, wflat, partials, off, *st, ge, axis, bounds)
+            _kernels.prelu_bwd_nd_par(*views, wflat, partials, off, *st, rule, axis, bounds)
         finally:
             _threads.exit_parallel()
     else:
@@ -880,25 +965,25 @@ def _prelu_backward_into(grad_input, g, x, weight, wshape, ge) -> np.ndarray:
             lo, hi = int(bounds[u]), int(bounds[u + 1])
             p = partials[0 if partials.shape[0] == 1 else u]
             _kernels.prelu_bwd_nd(*(_slice(v, axis, lo, hi) for v in views), wflat, p[0], p[1],
-                                  off + lo * st[axis], *st, ge)
-    _kernels.combine_partials(partials, result, ge)
-    return _dnnl_sum_zero(result, ge, wsize < x.size).reshape(weight.shape)
+                                  off + lo * st[axis], *st, rule)
+    _kernels.combine_partials(partials, result, rule)
+    return _dnnl_sum_zero(result, rule, wsize < x.size).reshape(weight.shape)
 
 
-def _partials(n: int, wsize: int, ge) -> np.ndarray:
+def _partials(n: int, wsize: int, rule) -> np.ndarray:
     """``n`` (sum, compensation) pairs for ``wsize`` weight elements, at the sums' start:
     +0, or -0 for a oneDNN rule (its sums are plain IEEE sums: -0 when every term is -0)."""
     partials = np.zeros((n, 2, wsize))
-    if type(ge) is not bool:
+    if type(rule) is not bool:
         partials[:, 0] = -0.0
     return partials
 
 
-def _dnnl_sum_zero(result: np.ndarray, ge, reduced: bool) -> np.ndarray:
+def _dnnl_sum_zero(result: np.ndarray, rule, reduced: bool) -> np.ndarray:
     """The weight gradient as oneDNN's jit kernels leave it: where a weight element sums
     several terms they add them into a zeroed (+0) buffer, so a zero sum is +0 there (with a
     weight shaped like the data, each element is its single term, sign and all)."""
-    if reduced and type(ge) is not bool and ge != _kernels.DNNL_REF:
+    if reduced and type(rule) is not bool and rule != _kernels.DNNL_REF:
         result += 0.0
     return result
 
@@ -923,22 +1008,22 @@ def round_grad_weight(acc, dtype, *, bf16_flush=False) -> np.ndarray:
     return result
 
 
-def _prelu_backward_outs(out, x, weight, fname):
+def _prelu_backward_outs(out, x, weight):
     """``(grad_input out, grad_weight out)``, each None or a checked array."""
     if out is None:
         return None, None
     if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise TypeError(f"{fname}: out must be None or a tuple (grad_input, grad_weight), either "
-                        f"of them None, got {type(out).__name__}"
-                        + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
-    gi = None if out[0] is None else _out(out[0], x.shape, fname, "out[0] (grad_input)")
-    gw = None if out[1] is None else _out(out[1], weight.shape, fname, "out[1] (grad_weight)")
+        raise _ArgTypeError(f"out must be None or a tuple (grad_input, grad_weight), either "
+                            f"of them None, got {type(out).__name__}"
+                            + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
+    gi = None if out[0] is None else _out(out[0], x.shape, "out[0] (grad_input)")
+    gw = None if out[1] is None else _out(out[1], weight.shape, "out[1] (grad_weight)")
     if gi is not None and gw is not None and np.may_share_memory(gi, gw):
-        raise ValueError(f"{fname}: out[0] (grad_input) and out[1] (grad_weight) overlap")
+        raise _ArgValueError("out[0] (grad_input) and out[1] (grad_weight) overlap")
     return gi, gw
 
 
-def _prelu_backward_plain(g, x, weight, layout, out, ge):
+def _prelu_backward_plain(g, x, weight, layout, out, rule):
     """The contiguous path of prelu_backward: the results, or None where the operands do not
     qualify (the general path then runs, with its checks and messages)."""
     gi_out = gw_out = None
@@ -962,7 +1047,7 @@ def _prelu_backward_plain(g, x, weight, layout, out, ge):
     if view is not None:
         gv, xv, giv, wv = gv.view(view), xv.view(view), giv.view(view), wv.view(view)
     acc = np.empty(weight.shape[0])
-    _prelu_backward_c(gv, xv, giv, wv, per_k == 1, ge, acc)
+    _prelu_backward_c(gv, xv, giv, wv, per_k == 1, rule, acc)
     grad_weight = round_grad_weight(acc, x.dtype)
     if gw_out is None:
         return grad_input, grad_weight
@@ -978,15 +1063,23 @@ def prelu_backward_impl(grad_output, x, weight, axis=1, out=None, *, compare=">"
         result = _prelu_backward_plain(grad_output, x, weight, layout, out, _COMPARE[compare])
         if result is not None:
             return result
-    g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, fname, compare)
-    ge = _compare(compare, fname, _DNNL_PRELU)
-    gi_out, gw_out = _prelu_backward_outs(out, x, weight, fname)
+    try:
+        return _prelu_backward(grad_output, x, weight, axis, out, compare)
+    except _ArgError as exc:
+        raise _named(exc, fname) from None
+
+
+def _prelu_backward(grad_output, x, weight, axis, out, compare):
+    """:func:`prelu_backward_impl` past its contiguous path."""
+    g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, compare)
+    rule = _rule(compare, _DNNL_PRELU)
+    gi_out, gw_out = _prelu_backward_outs(out, x, weight)
     # grad_input is read back while it is written (the kernel makes two passes over each
     # stretch), so any overlap with an input goes through a temporary, even out=x
     direct = gi_out is not None and gi_out.dtype == x.dtype and not any(
         np.may_share_memory(gi_out, a) for a in (g, x, weight))
     grad_input = gi_out if direct else np.empty(x.shape, x.dtype)
-    acc = _prelu_backward_into(grad_input, g, x, weight, wshape, ge)
+    acc = _prelu_backward_into(grad_input, g, x, weight, wshape, rule)
     grad_weight = round_grad_weight(acc, x.dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # casts overflow to ±inf
         if gi_out is not None and not direct:
