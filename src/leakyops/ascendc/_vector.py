@@ -51,19 +51,25 @@ def _forms_error(name: str, sources: str, n: int) -> TypeError:
 
 
 # --- tensor-scalar instructions ---------------------------------------------------------------
-def _scalar_op(name: str, dst, src, scalar_value, args, is_set_mask, make_kernel) -> None:
+def _scalar_op(name: str, dst, src, scalar_value, args, is_set_mask, make_kernel, *,
+               core_rounds: bool = False) -> None:
+    """One tensor-scalar instruction. ``make_kernel`` gets the scalar in the tensor's type
+    (the C++ conversion of ``const T& scalarValue``), or, with ``core_rounds``, the value as
+    given, checked the same way, for a core call that rounds it to the tensor's type itself."""
     check_operands(name, {"dst": dst, "src": src})
     dtype = type_check(name, dst, {"src": src}, _FLOATS)
     scalar = scalar_of(name, scalar_value, dtype)
     if len(args) not in (1, 3):
         raise _forms_error(name, "src, scalarValue", len(args))
     lanes = lanes_for(dtype)
-    execute(Spec(name), dst, {"src": src}, args, is_set_mask, make_kernel(scalar), lanes)
+    kernel = make_kernel(scalar_value if core_rounds else scalar)
+    execute(Spec(name), dst, {"src": src}, args, is_set_mask, kernel, lanes)
 
 
-def _leaky_kernel(scalar):
+def _leaky_kernel(scalar_value):
+    # the core rounds the scalar to the tensor's type once (slope_dtype="storage")
     def kernel(values):
-        return _core.leaky_relu_impl(np.ascontiguousarray(values), scalar, compare=">=",
+        return _core.leaky_relu_impl(np.ascontiguousarray(values), scalar_value, compare=">=",
                                      slope_dtype="storage", fname="LeakyRelu")
     return kernel
 
@@ -94,7 +100,8 @@ def LeakyRelu(dst: LocalTensor, src: LocalTensor, scalarValue: _Scalar,
     ...     dst.numpy()[:4].tolist()
     [-2.0, -4.0, 3.0, 4.0]
     """
-    _scalar_op("LeakyRelu", dst, src, scalarValue, args, isSetMask, _leaky_kernel)
+    _scalar_op("LeakyRelu", dst, src, scalarValue, args, isSetMask, _leaky_kernel,
+               core_rounds=True)
 
 
 @overload
