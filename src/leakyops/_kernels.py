@@ -83,8 +83,8 @@ def _jit(fn=None, **extra):
 def entry_point(kernel, *args):
     """The compiled function that ``kernel`` runs for arguments of the types of ``args``.
 
-    Calling it directly skips numba's type dispatch (about 0.2 us a call, a fifth of a small
-    call); the caller must then pass arguments of exactly those types, because numba does not
+    Calling it directly skips numba's type dispatch (a large share of a small call's time;
+    figures in docs/benchmarks.md); the caller must then pass arguments of exactly those types, because numba does not
     check them there (an array of another dtype would be read as this one). Python bools
     (the flags: the comparison, the weight's layout) are compiled as literals, so each value
     gets its own loop with the flag folded in (one compare less per vector); a :class:`Rule`
@@ -1132,9 +1132,8 @@ def _fused(like, n):
 
 @overload(_fused, inline="always", jit_options=NJIT_OPTIONS)
 def _ol_fused(like, n):
-    # float32 and float16: one loop was faster at every row length measured (float32: 0.85
-    # against 1.2 ns/element for rows of 39, 0.35 against 0.40 for rows of 1,563); bfloat16
-    # only for short rows (its single loop, with float64 terms, runs at a narrower vector
+    # float32 and float16: one loop was faster at every row length measured (figures in
+    # docs/benchmarks.md); bfloat16 only for short rows (its single loop, with float64 terms, runs at a narrower vector
     # width); float64 sums in compensated lanes
     if like.dtype in (types.float32, types.uint16):
         return lambda like, n: True

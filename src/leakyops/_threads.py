@@ -2,9 +2,9 @@
 
 Large calls run numba ``parallel=True`` drivers (``prange`` over chunks, each chunk a serial,
 vectorised loop). The threading layer is chosen for the lowest fan-out cost: GNU OpenMP
-(``omp``) hands two chunks to its team in a few microseconds, where a pool of Python threads
-needed about 70 (waking a thread and passing the GIL), and ``tbb`` about 15 below a million
-elements (see docs/benchmarks.md). numba picks the layer once per process, at the first
+(``omp``) hands two chunks to its team in a few microseconds, many times faster than a pool
+of Python threads (waking a thread and passing the GIL) and faster than ``tbb`` below a
+million elements (figures in docs/benchmarks.md). numba picks the layer once per process, at the first
 parallel call; leakyops asks for ``omp`` first unless the user chose a layer themselves
 (``NUMBA_THREADING_LAYER`` or ``NUMBA_THREADING_LAYER_PRIORITY``).
 

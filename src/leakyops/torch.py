@@ -148,7 +148,7 @@ def _check_prelu_backward(fname: str, grad_output: Tensor, x: Tensor, weight: Te
             f"{fname}: 'grad_output' has dtype {grad_output.dtype} but 'input' has "
             f"dtype {x.dtype}; they must be equal (no type promotion)"
         )
-    if grad_output.shape == x.shape:  # (torch.broadcast_shapes costs about 25 us)
+    if grad_output.shape == x.shape:  # (torch.broadcast_shapes is slow next to a small call)
         return
     try:
         broadcast = torch.broadcast_shapes(grad_output.shape, x.shape)
@@ -164,7 +164,7 @@ def _check_prelu_backward(fname: str, grad_output: Tensor, x: Tensor, weight: Te
 def _backward_result(fname: str, grad_output: Tensor, x: Tensor):
     """Shape, dtype and a layout template of leaky_relu_backward's result."""
     if grad_output.shape == x.shape and grad_output.dtype == x.dtype:  # the common case, at
-        return x.shape, x.dtype, x  # once (torch.broadcast_shapes costs about 25 us)
+        return x.shape, x.dtype, x  # at once (torch.broadcast_shapes is slow next to a small call)
     try:
         shape = torch.broadcast_shapes(grad_output.shape, x.shape)
     except RuntimeError:
@@ -214,7 +214,7 @@ def _from_numpy(a: np.ndarray) -> Tensor:
 _FN = "leakyops.torch."
 
 
-def _slope(fname: str, value) -> float:
+def _negative_slope(fname: str, value) -> float:
     """A slope as a Python float, with the core's rules (a string is a TypeError, not parsed)."""
     if isinstance(value, Tensor):
         if value.numel() != 1:
@@ -500,9 +500,9 @@ class _LeakyReLUInplace(torch.autograd.Function):
 
 
 # --------------------------------------------------------------------------
-# The eager path. Called through torch's dispatcher, a custom operator costs
-# about 10 us, and 25 us more with its autograd wrapper (a 1,000-element
-# leaky_relu forward + backward: 99 us, against 17 us for PyTorch's own). In
+# The eager path. Called through torch's dispatcher, a custom operator and its
+# autograd wrapper cost several times the work of a small call (figures in
+# docs/benchmarks.md, "Measurements behind choices in the code"). In
 # eager mode, on plain CPU tensors, the functions below call the operators'
 # bodies directly, and autograd goes through the autograd.Functions here, with
 # the same formulas (the registered ones). Under torch.compile, torch.export,
@@ -561,7 +561,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     _check_type(_FN + "leaky_relu", "input", input)
     if inplace:
         return leaky_relu_(input, negative_slope)
-    negative_slope = _slope(_FN + "leaky_relu", negative_slope)
+    negative_slope = _negative_slope(_FN + "leaky_relu", negative_slope)
     if _eager(input):
         if _needs_grad(input):
             return _LeakyReLUEager.apply(input, negative_slope)
@@ -582,7 +582,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     (True, tensor([-2.,  4.]))
     """
     _check_type(_FN + "leaky_relu_", "input", input)
-    negative_slope = _slope(_FN + "leaky_relu_", negative_slope)
+    negative_slope = _negative_slope(_FN + "leaky_relu_", negative_slope)
     if input.requires_grad and torch.is_grad_enabled():
         if torch.compiler.is_compiling():
             # Traced, the graph is functionalised anyway (an in-place op becomes
@@ -609,7 +609,7 @@ def leaky_relu_backward(
     """
     _check_type(_FN + "leaky_relu_backward", "grad_output", grad_output)
     _check_type(_FN + "leaky_relu_backward", "input", input)
-    negative_slope = _slope(_FN + "leaky_relu_backward", negative_slope)
+    negative_slope = _negative_slope(_FN + "leaky_relu_backward", negative_slope)
     if _eager(grad_output, input) and not _needs_grad(grad_output, input):
         return _leaky_relu_backward_kernel(grad_output, input, negative_slope, bool(self_is_result))
     return _leaky_relu_backward_op(grad_output, input, negative_slope, bool(self_is_result))
