@@ -1,4 +1,4 @@
-"""Every status path of SPEC §5, in the vendor's check order, per SoC profile; failed calls
+"""Every status path of the aclnn rules (docs/aclnn.md), in the vendor's check order, per SoC profile; failed calls
 leave every output untouched; nothing ever raises."""
 
 import ml_dtypes

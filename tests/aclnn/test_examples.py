@@ -1,4 +1,4 @@
-"""The ports of the vendor's example programs run and print what SPEC §5 says."""
+"""The ports of the vendor's example programs run and print what docs/aclnn.md says."""
 
 import pathlib
 import runpy

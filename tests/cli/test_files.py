@@ -147,7 +147,7 @@ def test_double_thousandth_options_on_the_command_line(tmp_path, cli_inproc):
     y = np.fromfile(case / "y.bin", np.float16)
     a = y.copy()
     big = np.argsort(-np.abs(y.astype(np.float32)))[:3]
-    a[big] = (y[big].astype(np.float32) * 1.05).astype(np.float16)  # the example
+    a[big] = (y[big].astype(np.float32) * 1.05).astype(np.float16)
     path = tmp_path / "a.bin"
     a.tofile(path)
     res = cli_inproc("verify", case, path, "--standard", "double-thousandth")

@@ -134,7 +134,7 @@ def test_ascendc_semantics_equals_an_ascend_c_kernel(tmp_path, cli_inproc, dtype
     device = tmp_path / "kernel_y.bin"
     y_kernel.tofile(device)
     assert cli_inproc("verify", case, device).returncode == 0
-    # under the default (pytorch) rules the same correct half kernel fails exact (the issue: 16.5 %
+    # under the default (pytorch) rules the same correct half kernel fails exact (16.5 %
     # of elements); in float32 both round the scalar to float32 and differ only at +-0 with s < 0
     pt, _ = golden(cli_inproc, tmp_path, "p", "leaky_relu", "--shape", str(n), "--dtype", dtype,
                    "--slope", "0.01", "--values", "special")

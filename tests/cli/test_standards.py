@@ -74,7 +74,7 @@ def test_double_thousandth_element_boundary_float32():
 
 
 def test_double_thousandth_is_a_share_not_every_element():
-    # the example: three float16 elements x1.05 in 4,096 pass (3/4096 <= 1e-3), a fifth fails
+    # three float16 elements x1.05 in 4,096 pass (3/4096 <= 1e-3), a fifth fails
     rng = np.random.default_rng(1)
     g = rng.uniform(1, 2, 4096).astype(np.float16)
     a = g.copy()

@@ -9,7 +9,7 @@ float32; mark the elements where ``np.isclose(output, golden, rtol, atol, equal_
 false; pass when ``float(marked) / golden.size <= error_tol``; float32 uses
 ``rtol = 1e-4, atol = 1e-5, error_tol = 1e-4``, the half types ``1e-3, 1e-5, 1e-3``.
 The float16 sample calls ``np.isclose`` on the float16 arrays directly; the command computes
-float16 in float32 like the bfloat16 samples (as the issue that asked for the standard says),
+float16 in float32, like the bfloat16 samples,
 so the sample is modelled with the cast here; ``test_float16_sample_without_cast`` shows where
 the two can differ.
 """

@@ -1,4 +1,4 @@
-"""leakyops.dask on a dask.distributed LocalCluster of worker processes (SPEC §9).
+"""leakyops.dask on a dask.distributed LocalCluster of worker processes.
 
 Two worker processes on 127.0.0.1, no dashboard, torn down at the end. The workers import
 leakyops themselves (tasks pickle by reference) and run each task's kernels on one thread.

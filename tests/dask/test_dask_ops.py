@@ -1,4 +1,4 @@
-"""leakyops.dask against the core, block by block, for several chunkings (SPEC §9).
+"""leakyops.dask against the core, block by block, for several chunkings.
 
 Every lazy result is compared with the core run on the whole in-memory array: bit for bit
 for the element-wise results, within the core's accuracy for prelu_backward's grad_weight.

@@ -1181,8 +1181,8 @@ def test_logical_tensor_with_negative_dims_matches_onednn(oracle, oracle_session
 
 
 def test_kinds_of_cases_are_all_here():
-    """The generated cases cover every kind the issue lists (a guard against a table losing a
-    kind): special values in every slope layout, NaN in the backward, overflow, binding
+    """The generated cases cover every kind of disagreement found against the real library (a
+    guard against a table losing a kind): special values in every slope layout, NaN in the backward, overflow, binding
     order, and every error stage."""
     kernels = {c[3] for c in PRELU_CASES}
     fmts = {c[2].get("data_format", "NXC") for c in PRELU_CASES}

@@ -121,7 +121,7 @@ def test_aclnn_all_operators_8_threads_one_stream_each():
         if i >= 0:
             dtype = [np.float16, BF16, np.float32, np.float64][i % 4]
             kind = i % 5
-            if kind >= 3 and dtype == np.float64:  # Prelu/PreluBackward reject DOUBLE (SPEC 5)
+            if kind >= 3 and dtype == np.float64:  # Prelu/PreluBackward reject DOUBLE (docs/aclnn.md)
                 dtype = np.float32
             n = _size(rng, i)
             x = random_values(rng, (2, 3, n), dtype)

@@ -1,5 +1,5 @@
 """torch.library.opcheck on every operator, gradcheck / gradgradcheck in
-float64, and the in-place autograd path (SPEC §8)."""
+float64, and the in-place autograd path."""
 
 import pytest
 

@@ -1,5 +1,5 @@
 """torch.compile(fullgraph=True) around models using the modules: no graph
-breaks, the same values and gradients as eager mode (SPEC §8)."""
+breaks, the same values and gradients as eager mode."""
 
 import pytest
 

@@ -1,5 +1,5 @@
 """The nn.Module drop-ins: same API, parameters and state dicts as PyTorch's,
-and a short training run equal to PyTorch's step by step (SPEC §8)."""
+and a short training run equal to PyTorch's step by step."""
 
 import copy
 import pickle

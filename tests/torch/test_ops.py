@@ -1,5 +1,5 @@
 """leakyops.torch against PyTorch's own CPU kernels: values (bit for bit),
-gradients, layouts and errors (SPEC §1-4, §8)."""
+gradients, layouts and errors."""
 
 import math
 
@@ -130,7 +130,7 @@ def test_prelu_forward_bitwise_and_gradients(dtype, shape, per_channel):
     assert wl.grad.shape == w.shape and wl.grad.dtype == dtype
     # grad_weight: a sum in another order than PyTorch's. Check it against the
     # exactly rounded sum (math.fsum of the float64 terms): for the half types
-    # and float32 it must be at least as accurate as PyTorch's (SPEC §2); in
+    # and float32 it must be at least as accurate as PyTorch's (docs/semantics.md); in
     # float64 within a few ulps of the sum of magnitudes.
     x64, g64 = x.double(), g.double()
     term = torch.where(x64 > 0, 0.0, x64 * g64)
