@@ -90,6 +90,25 @@ def assert_same(actual, expected):
         raise AssertionError(f"{(~same).sum()} elements differ, first: {detail}")
 
 
+def assert_same_sum(actual, expected, abs_terms):
+    """``grad_weight`` summed in another order (another memory layout of the same values):
+    NaN where NaN, equal infinities, and finite values within twice the error bound of the
+    core's compensated float64 sums (16 float64 ulps of the sum of the terms' magnitudes,
+    ``abs_terms``, per channel) plus one rounding to the result's dtype."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    assert np.array_equal(np.isnan(a), np.isnan(e)), "NaN positions differ"
+    finite = np.isfinite(a) & np.isfinite(e)
+    others = ~finite & ~np.isnan(a)
+    assert np.array_equal(a[others], e[others]), "infinities differ"
+    with np.errstate(over="ignore", invalid="ignore"):  # (only finite values are compared)
+        ulp = np.spacing(np.maximum(np.abs(actual), np.abs(expected))).astype(np.float64)
+        tol = 16 * np.finfo(np.float64).eps * np.broadcast_to(abs_terms, a.shape) + ulp
+        bad = finite & ~(np.abs(a - e) <= tol)
+    assert not bad.any(), f"{bad.sum()} sums differ beyond the bound: {a[bad][:3]} {e[bad][:3]}"
+
+
 # ---- PyTorch (test dependency only) -------------------------------------------------------
 
 

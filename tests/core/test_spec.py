@@ -1,4 +1,4 @@
-"""SPEC §1–4, point by point, for the functional core."""
+"""The contract of docs/semantics.md, point by point, for the functional core."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import leakyops
 from leakyops import _core
-from refs import (BF16, DTYPE_IDS, DTYPES, assert_same, bits, random_values, ref_leaky_relu,
+from refs import (BF16, DTYPE_IDS, DTYPES, assert_same, assert_same_sum, bits, random_values, ref_leaky_relu,
                   ref_leaky_relu_backward, ref_prelu, ref_prelu_backward, special_values)
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
@@ -417,7 +417,7 @@ def test_small_array_path_of_prelu(dtype):
 @dtypes
 def test_small_array_path_with_out(dtype):
     # out= on the small-array path: written directly only when it is a plain, separate,
-    # writable array of x's dtype and shape; every other out still gets the SPEC's result
+    # writable array of x's dtype and shape; every other out still gets the documented result
     rng = np.random.default_rng(17)
     buf = random_values(rng, 1201, dtype)
     x = buf[:600].reshape(20, 30)
@@ -452,9 +452,55 @@ def test_small_array_path_with_out(dtype):
         leakyops.leaky_relu(x, -0.3, out=[0.0] * 600)
 
 
+def _abs_terms(g, x, w_shape, axis):
+    """Per channel, the sum of |term| of grad_weight (float64), shaped like the weight."""
+    terms = np.abs(np.where(x > 0, 0.0, x.astype(np.float64) * g.astype(np.float64)))
+    if len(w_shape) == 0:
+        return terms.sum()
+    return np.moveaxis(terms, axis, -1).reshape(-1, w_shape[0]).sum(axis=0)
+
+
+@dtypes
+def test_prelu_backward_in_other_layouts(dtype):
+    # the same values in other memory layouts (broadcast, sliced, Fortran order, reversed, a
+    # strided out=): grad_input the same bits; grad_weight summed in memory order, so within
+    # the compensated sums' error bound (the same layout gives the same bits, tested with
+    # threads in tests/reliability)
+    rng = np.random.default_rng(31)
+    differed = 0
+    for _ in range(40):
+        shape = tuple(int(n) for n in rng.integers(1, 9, rng.integers(2, 5)))
+        # terms of many magnitudes and both signs: sums in another order round differently
+        low = -3 if dtype in (np.float16, BF16) else -12
+        x = (-10.0 ** rng.uniform(low, 3, shape) * rng.choice([1, 1, -1], shape)).astype(dtype)
+        g = (rng.standard_normal(shape) * 10.0 ** rng.uniform(-2, 2, shape)).astype(dtype)
+        for w_shape, axis in [((), 1), ((shape[1],), 1), ((shape[-1],), -1)]:
+            w = rng.uniform(0.1, 1, w_shape).astype(dtype)
+            xb = np.broadcast_to(x[:1], shape)
+            egi, egw = leakyops.prelu_backward(g, np.ascontiguousarray(xb), w, axis=axis)
+            gi, gw = leakyops.prelu_backward(g, xb, w, axis=axis)
+            assert_same(gi, egi)
+            assert_same_sum(gw, egw, _abs_terms(g, xb, w_shape, axis))
+            differed += not np.array_equal(bits(gw), bits(egw))
+            egi, egw = leakyops.prelu_backward(g, x, w, axis=axis)
+            sliced = np.repeat(x, 2, axis=0)[::2]
+            reversed_ = x[..., ::-1].copy()[..., ::-1]
+            gi_out = np.zeros(tuple(2 * n for n in shape), dtype)[
+                tuple(slice(1, None, 2) for _ in shape)]
+            for gg, xx, out in [(np.asfortranarray(g), np.asfortranarray(x), None),
+                                (g, sliced, None), (g, reversed_, None), (g, x, gi_out)]:
+                gi, gw = leakyops.prelu_backward(gg, xx, w, axis=axis,
+                                                 out=None if out is None else (out, None))
+                assert_same(gi, egi)
+                assert_same_sum(gw, egw, _abs_terms(g, x, w_shape, axis))
+                differed += not np.array_equal(bits(gw), bits(egw))
+    if dtype == np.float64:
+        assert differed  # the data does exercise other orders of the additions
+
+
 @dtypes
 def test_prelu_backward_out(dtype):
-    # SPEC §0: out=(grad_input, grad_weight), either None; the rules of out= elsewhere
+    # out=(grad_input, grad_weight), either None; the rules of out= elsewhere
     rng = np.random.default_rng(23)
     x = random_values(rng, (3, 4, 50), dtype)
     g = random_values(rng, x.shape, dtype)
