@@ -542,7 +542,8 @@ def _ol_start_partials(partials, ge):
 
 
 @njit(inline="always", **NJIT_OPTIONS)
-def _unit(a):
+def _unit_stride(a):
+    """Whether a 1-D view's elements are adjacent (its loop then runs on a contiguous view)."""
     return a.strides[0] == a.itemsize
 
 
@@ -564,7 +565,7 @@ def lrelu_fwd_nd(x, out, s, ge):
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
             xr, outr = x[i, j], out[i, j]
-            if _unit(xr) and _unit(outr):
+            if _unit_stride(xr) and _unit_stride(outr):
                 lrelu_fwd_row(_as_c(xr), _as_c(outr), s, ge)
             else:
                 lrelu_fwd_row(xr, outr, s, ge)
@@ -589,7 +590,7 @@ def lrelu_fwd_nd_inplace(x, s, ge):
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
             xr = x[i, j]
-            if _unit(xr):
+            if _unit_stride(xr):
                 lrelu_fwd_row_inplace(_as_c(xr), s, ge)
             else:
                 lrelu_fwd_row_inplace(xr, s, ge)
@@ -614,7 +615,7 @@ def lrelu_bwd_nd(g, t, out, s, ge):
     for i in range(t.shape[0]):
         for j in range(t.shape[1]):
             gr, tr, outr = g[i, j], t[i, j], out[i, j]
-            if _unit(gr) and _unit(tr) and _unit(outr):
+            if _unit_stride(gr) and _unit_stride(tr) and _unit_stride(outr):
                 lrelu_bwd_row(_as_c(gr), _as_c(tr), _as_c(outr), s, ge)
             else:
                 lrelu_bwd_row(gr, tr, outr, s, ge)
@@ -644,11 +645,11 @@ def prelu_fwd_nd(x, out, w, woff, ws0, ws1, ws2, ge):
             base = woff + i * ws0 + j * ws1
             if ws2 == 0:  # one slope for the whole row: the leaky_relu loop
                 s = _load(w[base], out)
-                if _unit(xr) and _unit(outr):
+                if _unit_stride(xr) and _unit_stride(outr):
                     lrelu_fwd_row(_as_c(xr), _as_c(outr), s, ge)
                 else:
                     lrelu_fwd_row(xr, outr, s, ge)
-            elif _unit(xr) and _unit(outr):
+            elif _unit_stride(xr) and _unit_stride(outr):
                 prelu_fwd_row(_as_c(xr), w, base, ws2, _as_c(outr), ge)
             else:
                 prelu_fwd_row(xr, w, base, ws2, outr, ge)
@@ -809,7 +810,7 @@ def prelu_bwd_nd(g, x, gi, w, acc, comp, woff, ws0, ws1, ws2, ge):
             base = woff + i * ws0 + j * ws1
             if ws2 == 0:
                 s = _load(w[base], gir)
-                if _unit(gr) and _unit(xr) and _unit(gir):
+                if _unit_stride(gr) and _unit_stride(xr) and _unit_stride(gir):
                     total, c = _prelu_bwd_row_reduce(_as_c(gr), _as_c(xr), _as_c(gir), s, ge)
                 else:
                     total, c = _prelu_bwd_row_reduce(gr, xr, gir, s, ge)
