@@ -61,8 +61,8 @@ _DNNL_PRELU = {"dnnl-ref": _kernels.DNNL_REF, "dnnl-jit": _kernels.DNNL_JIT,
 # argument checks
 #
 # The checks below raise _ArgTypeError/_ArgValueError with what is wrong ("x has dtype
-# int8; ..."); the public function that was called adds its name once (_named_call, or the
-# try blocks of the *_impl functions), so that the message reads "leaky_relu: x has ...".
+# int8; ..."); the public function that was called adds its name once (_named_call), so
+# that the message reads "leaky_relu: x has ...".
 
 
 class _ArgError(Exception):
@@ -83,6 +83,7 @@ def _named(exc: _ArgError, fname: str) -> Exception:
 
 
 def _named_call(fname: str, check, *args):
+    """``check(*args)``, its argument errors named after the public function ``fname``."""
     try:
         return check(*args)
     except _ArgError as exc:
@@ -520,10 +521,8 @@ def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtyp
                     xf, df = xf.view(view), df.view(view)
                 _run_fast(_kernels.lrelu_fwd_row, (xf, df, negative_slope, rule), rule, dest.nbytes)
                 return dest
-    try:
-        return _leaky_relu(x, negative_slope, out, compare, slope_dtype, bf16_flush)
-    except _ArgError as exc:
-        raise _named(exc, fname) from None
+    return _named_call(fname, _leaky_relu, x, negative_slope, out, compare, slope_dtype,
+                       bf16_flush)
 
 
 def _leaky_relu(x, negative_slope, out, compare, slope_dtype, bf16_flush):
@@ -593,17 +592,19 @@ def leaky_relu_inplace_impl(x, negative_slope=0.01, *, compare=">", slope_dtype=
             flat = flat if view is None else flat.view(view)
             _run_fast(_kernels.lrelu_fwd_row_inplace, (flat, negative_slope, rule), rule, x.nbytes)
             return x
-    try:
-        if not isinstance(x, np.ndarray):
-            raise _ArgTypeError(f"x must be a numpy.ndarray to be modified in place, "
-                                f"got {type(x).__name__}")
-        _check_dtype(x.dtype, "x")
-        if not x.flags.writeable:
-            raise _ArgValueError("x is read-only")
-        _no_internal_overlap(x, "x")
-        _leaky_relu(x, negative_slope, x, compare, slope_dtype, False)
-    except _ArgError as exc:
-        raise _named(exc, fname) from None
+    return _named_call(fname, _leaky_relu_inplace, x, negative_slope, compare, slope_dtype)
+
+
+def _leaky_relu_inplace(x, negative_slope, compare, slope_dtype):
+    """:func:`leaky_relu_inplace_impl` past its contiguous path."""
+    if not isinstance(x, np.ndarray):
+        raise _ArgTypeError(f"x must be a numpy.ndarray to be modified in place, "
+                            f"got {type(x).__name__}")
+    _check_dtype(x.dtype, "x")
+    if not x.flags.writeable:
+        raise _ArgValueError("x is read-only")
+    _no_internal_overlap(x, "x")
+    _leaky_relu(x, negative_slope, x, compare, slope_dtype, False)
     return x
 
 
@@ -636,11 +637,8 @@ def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=Fals
                 _run_fast(_kernels.lrelu_bwd_row, (gf, xf, df, negative_slope, rule), rule,
                           dest.nbytes)
                 return dest
-    try:
-        return _leaky_relu_backward(grad_output, x, negative_slope, self_is_result, out, compare,
-                                    slope_dtype)
-    except _ArgError as exc:
-        raise _named(exc, fname) from None
+    return _named_call(fname, _leaky_relu_backward, grad_output, x, negative_slope,
+                       self_is_result, out, compare, slope_dtype)
 
 
 def _leaky_relu_backward(grad_output, x, negative_slope, self_is_result, out, compare,
@@ -822,10 +820,7 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", bf16_flush=False, fn
             _run_fast(_kernels.prelu_fwd_c_run, (xv, dv, wv, per_k, rule, split_axis), (per_k, rule),
                       dest.nbytes)
             return dest
-    try:
-        return _prelu(x, weight, axis, out, compare, bf16_flush)
-    except _ArgError as exc:
-        raise _named(exc, fname) from None
+    return _named_call(fname, _prelu, x, weight, axis, out, compare, bf16_flush)
 
 
 def _prelu(x, weight, axis, out, compare, bf16_flush):
@@ -883,10 +878,8 @@ def prelu_backward_parts(grad_output, x, weight, axis=1, *, compare=">", bf16_fl
                          fname="prelu_backward"):
     """``(grad_input, acc)``: ``acc`` is the unrounded float64 ``grad_weight``, shaped like
     weight (``bf16_flush``: a bfloat16 ``grad_input`` as in :func:`leaky_relu_impl`)."""
-    try:
-        return _prelu_backward_parts(grad_output, x, weight, axis, compare, bf16_flush)
-    except _ArgError as exc:
-        raise _named(exc, fname) from None
+    return _named_call(fname, _prelu_backward_parts, grad_output, x, weight, axis, compare,
+                       bf16_flush)
 
 
 def _prelu_backward_parts(grad_output, x, weight, axis, compare, bf16_flush):
@@ -1063,10 +1056,7 @@ def prelu_backward_impl(grad_output, x, weight, axis=1, out=None, *, compare=">"
         result = _prelu_backward_plain(grad_output, x, weight, layout, out, _COMPARE[compare])
         if result is not None:
             return result
-    try:
-        return _prelu_backward(grad_output, x, weight, axis, out, compare)
-    except _ArgError as exc:
-        raise _named(exc, fname) from None
+    return _named_call(fname, _prelu_backward, grad_output, x, weight, axis, out, compare)
 
 
 def _prelu_backward(grad_output, x, weight, axis, out, compare):
