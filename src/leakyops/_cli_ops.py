@@ -23,9 +23,9 @@ import math
 
 import numpy as np
 
+from leakyops import _core
 from leakyops._cli_io import CHUNK, CLIError, first_line, np_dtype
 from leakyops._operators import OPERATORS
-from leakyops._reference import place_weight
 from leakyops._verify import dtype_name
 
 SEMANTICS = ("pytorch", "aclnn", "ascendc", "onednn")
@@ -213,10 +213,10 @@ def weight_index(x_shape: tuple, w_shape: tuple, axis: int) -> np.ndarray | None
     ``None`` when the shapes do not fit PReLU's weight rules (the core then reports the error).
     """
     try:
-        placed = place_weight(np.arange(math.prod(w_shape), dtype=np.intp).reshape(w_shape), x_shape, axis)
-    except ValueError:
+        placed = _core.prelu_weight_shape(x_shape, w_shape, axis)
+    except (TypeError, ValueError):
         return None
-    return np.broadcast_to(placed, x_shape)
+    return np.broadcast_to(np.arange(math.prod(w_shape), dtype=np.intp).reshape(placed), x_shape)
 
 
 def special_prelu_backward(rng, grad_output: np.ndarray, x: np.ndarray, weight: np.ndarray, axis: int) -> None:

@@ -41,7 +41,6 @@ Example::
 from __future__ import annotations
 
 import math
-import operator
 import os
 from typing import TYPE_CHECKING, TypeAlias, Union
 
