@@ -277,8 +277,8 @@ def _leaky_relu_build(op, self, negativeSlope, out):
         def run(workspace):
             v = _views(fname, self=self, out=out)
             tmp = _scratch(workspace, shape, dt)
-            _run_core_as_task(fname, _core.leaky_relu_impl, v["self"], slope, out=tmp, compare=">",
-                       slope_dtype=np.float32, fname=op)
+            _run_core_as_task(fname, _core.leaky_relu_impl, v["self"], slope, out=tmp,
+                              compare=">", slope_dtype=np.float32, fname=op)
             _cast_copy(v["out"], tmp)
         ex._run = run
     return build
@@ -350,8 +350,9 @@ def aclnnLeakyReluBackwardGetWorkspaceSize(gradOutput: aclTensor | None, self: a
         def run(workspace):
             v = _views(fname, gradOutput=gradOutput, self=self, out=out)
             tmp = _scratch(workspace, bshape, promoted)
-            _run_core_as_task(fname, _core.leaky_relu_backward_impl, v["gradOutput"], v["self"], slope,
-                       False, out=tmp, compare=">", slope_dtype=np.float32, fname=op)
+            _run_core_as_task(fname, _core.leaky_relu_backward_impl, v["gradOutput"], v["self"],
+                              slope, False, out=tmp, compare=">", slope_dtype=np.float32,
+                              fname=op)
             _cast_copy(v["out"], tmp)
         ex._run = run
 
@@ -404,8 +405,9 @@ def aclnnPreluGetWorkspaceSize(self: aclTensor | None, weight: aclTensor | None,
             x = v["self"].astype(npdt, copy=False)
             w = v["weight"].astype(npdt, copy=False).reshape(-1 if wsize != 1 else ())
             tmp = _scratch(workspace, shape, promoted)
-            _run_core_as_task(fname, _core.prelu_impl, x, w, 1 if (wsize != 1 and x.ndim > 1) else -1,
-                       out=tmp, compare=">", fname=op)
+            _run_core_as_task(fname, _core.prelu_impl, x, w,
+                              1 if (wsize != 1 and x.ndim > 1) else -1, out=tmp, compare=">",
+                              fname=op)
             _cast_copy(v["out"], tmp)
         ex._run = run
 
@@ -486,8 +488,8 @@ def aclnnPreluBackwardGetWorkspaceSize(gradOutput: aclTensor | None, self: aclTe
                        gradInput=gradInput, gradWeight=gradWeight)
             w = v["weight"].reshape(-1 if wnum != 1 else ())
             axis = 1 if (wnum != 1 and v["self"].ndim > 1) else -1
-            gi, gw = _run_core_as_task(fname, _core.prelu_backward_impl, v["gradOutput"], v["self"], w, axis,
-                                compare=">", fname=op)
+            gi, gw = _run_core_as_task(fname, _core.prelu_backward_impl, v["gradOutput"],
+                                       v["self"], w, axis, compare=">", fname=op)
             # stage through the workspace, then ViewCopy into the outputs
             tmp_gi = _scratch(workspace, gi.shape, dt)
             tmp_gw = _scratch(workspace, (wnum,), dt, _ws_bytes((self.numel(), dt)))

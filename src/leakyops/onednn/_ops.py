@@ -455,18 +455,21 @@ def compute(kind, attrs, the_plan: Plan, ins: list[np.ndarray], outs: list[np.nd
     """Run one op: ``ins``/``outs`` are NumPy views over the tensors' buffers."""
     flush = the_plan.flush_bf16
     if kind == OpKind.LeakyReLU:
-        _run_core_or_invalid_arguments(_core.leaky_relu_impl, ins[0], attrs[OpAttr.alpha], outs[0],
-                   compare=the_plan.compare, bf16_flush=flush, fname="LeakyReLU")
+        _run_core_or_invalid_arguments(_core.leaky_relu_impl, ins[0], attrs[OpAttr.alpha],
+                                       outs[0], compare=the_plan.compare, bf16_flush=flush,
+                                       fname="LeakyReLU")
         return
     src = ins[0]
     assert the_plan.slope_shape is not None
     wei, axis = _slope_arg(ins[1], the_plan.slope_shape)
     if kind == OpKind.PReLU:
-        _run_core_or_invalid_arguments(_core.prelu_impl, src, wei, axis, outs[0], compare=the_plan.compare,
-                   bf16_flush=flush, fname="PReLU")
+        _run_core_or_invalid_arguments(_core.prelu_impl, src, wei, axis, outs[0],
+                                       compare=the_plan.compare, bf16_flush=flush,
+                                       fname="PReLU")
         return
-    diff_src, acc = _run_core_or_invalid_arguments(_core.prelu_backward_parts, ins[2], src, wei, axis,
-                               compare=the_plan.compare, bf16_flush=flush, fname="PReLUBackward")
+    diff_src, acc = _run_core_or_invalid_arguments(
+        _core.prelu_backward_parts, ins[2], src, wei, axis, compare=the_plan.compare,
+        bf16_flush=flush, fname="PReLUBackward")
     np.copyto(outs[0], diff_src)
     outs[1][...] = _core.round_grad_weight(acc, outs[1].dtype, bf16_flush=flush).reshape(
         outs[1].shape)
