@@ -146,7 +146,7 @@ def _f2h_llvm(typingctx, value):
     return types.uint16(types.float32), codegen
 
 
-@njit(inline="always", **NJIT_OPTIONS)
+@njit(**NJIT_OPTIONS)  # (not inline="always": see f2h_soft)
 def h2f_soft(h):
     """float16 bits to float32, exactly, in integer arithmetic."""
     h32 = np.uint32(np.uint16(h))
@@ -162,9 +162,14 @@ def h2f_soft(h):
     return _u32_as_f32(sign | ((exp + np.uint32(112)) << np.uint32(23)) | (mant << np.uint32(13)))
 
 
-@njit(inline="always", **NJIT_OPTIONS)
+@njit(**NJIT_OPTIONS)
 def f2h_soft(value):
-    """float32 to float16 bits, to nearest with ties to even, in integer arithmetic."""
+    """float32 to float16 bits, to nearest with ties to even, in integer arithmetic.
+
+    Not ``inline="always"`` (nor ``h2f_soft``): numba 0.68's own inlining of their branches
+    into some loops trips its internal IR check (``NumbaIRAssumptionWarning``: "variable ...
+    is not in scope"); as plain functions LLVM still inlines them.
+    """
     u = _f32_as_u32(value)
     sign = np.uint32((u >> np.uint32(16)) & np.uint32(0x8000))
     a = u & np.uint32(0x7FFFFFFF)

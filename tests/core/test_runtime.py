@@ -217,6 +217,39 @@ def test_generic_cpu_without_f16c_uses_exact_software_halves():
     assert r.stdout.strip() == "ok True"
 
 
+CHECK_HALF_KERNELS = """
+    import warnings
+    warnings.simplefilter("error")  # numba's compile-time warnings too
+    import numpy as np, leakyops
+    from leakyops import _core
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 5)).astype(np.float16)
+    g = rng.standard_normal((2, 3, 5)).astype(np.float16)
+    w = rng.uniform(0.1, 1, 3).astype(np.float16)
+    xt = np.asfortranarray(x)
+    for c in (">", ">="):
+        for xx in (x, xt):
+            _core.prelu_impl(xx, w, 1, compare=c)
+            _core.prelu_backward_impl(g, xx, w, 1, compare=c)
+            _core.leaky_relu_impl(xx, 0.3, compare=c)
+            _core.leaky_relu_backward_impl(g, xx, 0.3, compare=c)
+    for c in ("dnnl-ref", "dnnl-jit"):
+        _core.prelu_impl(x, w, 1, compare=c)
+        _core.prelu_backward_parts(g, x, w, 1, compare=c)
+    _core.leaky_relu_impl(x, 0.3, compare="dnnl-eltwise")
+    print("ok", leakyops._config.use_soft_half())
+"""
+
+
+@pytest.mark.slow
+def test_generic_cpu_compiles_the_half_kernels_without_warnings():
+    # numba 0.68 warned (NumbaIRAssumptionWarning) compiling some float16 loops with the
+    # software conversions inlined at its IR level; a user without F16C saw it on stderr
+    r = _run(CHECK_HALF_KERNELS, {"NUMBA_CPU_NAME": "generic", "LEAKYOPS_CACHE": "0"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip() == "ok True"
+
+
 def test_two_processes_compiling_into_one_cache_at_once(tmp_path):
     cache = tmp_path / "cache"
     code = textwrap.dedent(CHECK_HALF) + "\nleakyops.prelu_backward(np.ones((2, 3)), np.ones((2, 3)), np.ones(3))\n"
