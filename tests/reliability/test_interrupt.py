@@ -93,7 +93,9 @@ def test_keyboard_interrupt_during_a_long_call_leaves_the_process_usable():
     report = json.loads(r.stdout.strip().splitlines()[-1])
     rounds = report["rounds"]
     assert len(rounds) == 8
-    assert all(rd["raised"] for rd in rounds), rounds          # every interrupt was delivered
+    # every interrupt was delivered (the message in full: a failure seen once, in a whole-suite
+    # run with NUMBA_CPU_NAME=generic, could not be reproduced; stderr may say where it went)
+    assert all(rd["raised"] for rd in rounds), (json.dumps(rounds), r.stderr[-3000:])
     assert all(rd["big_ok"] for rd in rounds), rounds          # and later calls are right
     # at least one interrupt hit while a 2e8-element kernel call was running
     assert any(rd["during_call"] for rd in rounds), report
