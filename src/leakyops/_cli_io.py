@@ -54,10 +54,6 @@ def first_line(exc) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _describe(dtype: np.dtype) -> str:
-    return dtype_name(dtype) if dtype.kind == "f" or dtype == BF16 else str(dtype)
-
-
 # --------------------------------------------------------------------------- writing
 
 

@@ -371,7 +371,6 @@ _RULE_NAMES = {2: "dnnl eltwise", 3: "dnnl relu", 4: "dnnl ref", 5: "dnnl jit av
                9: "dnnl eltwise half"}
 _FMA_FWD = (5, 6)            # forward with one rounding (FMA)
 _VEX_BWD = (6, 7)            # backward from 0/1 factors
-_PRELU_RULES = (4, 5, 6, 7, 8)
 
 
 @typeof_impl.register(Rule)
