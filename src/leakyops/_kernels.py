@@ -426,6 +426,26 @@ def _select(typingctx, cond, a, b):
     return rtype(cond, a, b), codegen
 
 
+@intrinsic
+def _mul_first_nan(typingctx, a, b):
+    """``a * b`` where a NaN ``a`` gives ``a`` quieted, whatever ``b`` is: x86's rule for
+    ``mulps a, b`` when both operands are NaN (the first source wins), written out because
+    LLVM treats ``fmul`` as commutative and may swap the operands. The quiet bit is set in
+    integers, so no floating-point fold can replace the NaN kept."""
+    if not (isinstance(a, types.Float) and a == b):
+        return None
+    width = a.bitwidth
+
+    def codegen(context, builder, signature, args):
+        x, y = args
+        ity = ir.IntType(width)
+        quiet = ir.Constant(ity, 1 << (22 if width == 32 else 51))
+        kept = builder.bitcast(builder.or_(builder.bitcast(x, ity), quiet), x.type)
+        return builder.select(builder.fcmp_unordered("uno", x, x), kept, builder.fmul(x, y))
+
+    return a(a, b), codegen
+
+
 def _lrelu(v, s, ge):
     """The forward rule on compute-type values: ``v`` where kept, else ``v * s`` (or a Rule's
     formula)."""
@@ -482,17 +502,22 @@ def _ol_lrelu_grad(gv, tv, s, ge):
     rule = _rule_of(ge)
     if rule is None:
         return lambda gv, tv, s, ge: _select(_keep(tv, ge), gv, gv * s)
+    # Every oneDNN kernel multiplies the factor by diff_dst with the factor as the first
+    # source (``vmulps(diff_src, factor, diff_dst)``; the reference kernel as compiled), so a
+    # NaN factor's payload wins over a NaN diff_dst: ``_mul_first_nan`` keeps that order.
     if rule == DNNL_REF:
-        return lambda gv, tv, s, ge: _select(tv > 0, gv, gv * s)
+        return lambda gv, tv, s, ge: _select(tv > 0, gv, _mul_first_nan(s, gv))
     if rule == DNNL_JIT:  # masked moves: w where x <= 0, 1 where x > 0, 0 where x is NaN
-        return lambda gv, tv, s, ge: _select(
-            tv <= 0, s, _select(tv > 0, np.float32(1.0), np.float32(0.0))) * gv
+        return lambda gv, tv, s, ge: _mul_first_nan(_select(
+            tv <= 0, s, _select(tv > 0, np.float32(1.0), np.float32(0.0))), gv)
     if rule in _VEX_BWD:  # factors le*w + gt, le and gt 1.0 or 0.0
-        return lambda gv, tv, s, ge: (_select(tv <= 0, np.float32(1.0), np.float32(0.0)) * s
-                                      + _select(tv > 0, np.float32(1.0), np.float32(0.0))) * gv
+        return lambda gv, tv, s, ge: _mul_first_nan(
+            _select(tv <= 0, np.float32(1.0), np.float32(0.0)) * s
+            + _select(tv > 0, np.float32(1.0), np.float32(0.0)), gv)
     if rule == DNNL_JIT_SSE41:  # gt is "not <=": NaN counts as > 0
-        return lambda gv, tv, s, ge: (_select(tv <= 0, np.float32(1.0), np.float32(0.0)) * s
-                                      + _select(tv <= 0, np.float32(0.0), np.float32(1.0))) * gv
+        return lambda gv, tv, s, ge: _mul_first_nan(
+            _select(tv <= 0, np.float32(1.0), np.float32(0.0)) * s
+            + _select(tv <= 0, np.float32(0.0), np.float32(1.0)), gv)
     return None
 
 

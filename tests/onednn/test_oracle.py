@@ -511,6 +511,43 @@ def test_prelu_backward_matches_onednn(oracle, oracle_session, run_graph, isa, d
     assert_bits(got[1], want[1])
 
 
+def _two_nans(dtype):
+    """A quiet NaN of each sign with distinct payloads, and a signalling one (float32 only:
+    the half types' conversions quiet it), as ``dtype``."""
+    u = {4: np.uint32, 2: np.uint16}[dtype.itemsize]
+    if dtype.itemsize == 4:
+        raw = [0x7FC00001, 0xFFC00002, 0x7F800003]
+    elif dtype == BF16:
+        raw = [0x7FC1, 0xFFC2]
+    else:
+        raw = [0x7E01, 0xFE02]
+    return np.array(raw, u).view(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("fmt,layout", [("NXC", "jit"), ("NCX", "ref")])
+def test_two_nan_operands_keep_the_librarys_payload(oracle, oracle_session, run_graph, isa,
+                                                    dtype, fmt, layout):
+    """Where one multiply meets two NaNs of different payloads, x86 returns its first source's
+    (quieted), and LLVM may swap the operands of a multiply: the model must keep the kernels'
+    order. Every pairing of NaN payloads (both signs), signalling NaN, ±0, ±inf and finite
+    values in src, slope and diff_dst, forward and backward, per channel (jit) and with a
+    slope of src's trailing shape (reference)."""
+    nans = _two_nans(dtype)
+    vals = np.concatenate([nans, np.array([-1.0, 1.0, 0.0, -0.0, np.inf, -np.inf], dtype)])
+    ws = np.concatenate([nans[::-1], np.array([np.inf, -np.inf, 0.0, -0.5], dtype)])
+    x = np.repeat(vals, ws.size).reshape(1, vals.size, ws.size)
+    w = ws if layout == "jit" else np.tile(ws, (vals.size, 1))
+    got, want = both(oracle, oracle_session, run_graph, "PReLU",
+                     {"data_format": fmt, "per_channel_broadcast": True}, [x, w], isa=isa)
+    assert_bits(got[0], want[0])
+    g = np.resize(nans, x.size).reshape(x.shape)
+    got, want = both(oracle, oracle_session, run_graph, "PReLUBackward", {"data_format": fmt},
+                     [x, w, g], 2, [x.shape, w.shape], isa=isa)
+    assert_bits(got[0], want[0])
+    assert_bits(got[1], want[1], nan_payload=False)
+
+
 def test_prelu_backward_overflow_is_nan(oracle, oracle_session, run_graph, isa):
     """diff_slope sums float32 products: +inf and -inf products give NaN, as in the library
     (exact products would sum to a finite -3e38 here)."""
