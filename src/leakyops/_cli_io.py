@@ -5,8 +5,10 @@
 - bfloat16 in ``.npy`` files: written as the raw bits in ``uint16`` (plain NumPy reads them),
   read back from that form and from the ``|V2`` form that NumPy writes for
   ``ml_dtypes.bfloat16`` arrays;
-- files written under exactly the name given;
-- an output file opened before any work (so an unwritable path is an error up front);
+- files written whole under exactly the name given (:class:`AtomicFiles`: a temporary file
+  beside the target, flushed, checked, renamed into place; an output's place checked before
+  any work, so an unwritable path is an error up front);
+- Ctrl-C: one line and exit status 130 whenever it comes (:func:`interrupt_handling`);
 - progress on stderr for long runs, only when stderr is a terminal.
 
 No operator arithmetic here.
@@ -14,10 +16,16 @@ No operator arithmetic here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import math
 import os
+import secrets
+import signal
+import stat
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -48,10 +56,78 @@ def np_dtype(name: str) -> np.dtype:
     return BF16 if name == "bfloat16" else np.dtype(name)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
 def first_line(exc) -> str:
     """The first line of an exception's message (its type's name if it has none)."""
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+# --------------------------------------------------------------------------- interrupts
+#
+# While the command runs, Ctrl-C raises KeyboardInterrupt once and is remembered: an interrupt
+# swallowed on its way up (numba's compiler runs Python inside ctypes callbacks, where an
+# exception is printed as "Exception ignored" and dropped) is raised again at the next
+# check_interrupt(); a second Ctrl-C while the first is being handled (files being removed,
+# the one line being printed) only adds to the record. Files are renamed into place with
+# interrupts deferred, so that Ctrl-C leaves the old files or the new ones.
+
+_interrupt = {"seen": False, "deferred": 0}
+
+
+def _on_sigint(signum, frame) -> None:
+    first = not _interrupt["seen"]
+    _interrupt["seen"] = True
+    if first and not _interrupt["deferred"]:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupt_handling():
+    """Ctrl-C, for the duration of a command: see above. Python's handler is put back at the end.
+
+    A SIGINT that the command was started with ignored (a background job) stays ignored; outside
+    the main thread nothing changes (a handler can be installed there only).
+    """
+    previous = None
+    if threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        previous = signal.signal(signal.SIGINT, _on_sigint)
+    _interrupt.update(seen=False, deferred=0)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def check_interrupt() -> None:
+    """Raise KeyboardInterrupt if Ctrl-C was pressed during the command and did not end it yet."""
+    if _interrupt["seen"]:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _interrupts_deferred():
+    """Ctrl-C waits until the (short) block is done; :func:`check_interrupt` then reports it."""
+    installed = None
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler \
+            and threading.current_thread() is threading.main_thread():
+        installed = signal.signal(signal.SIGINT, _on_sigint)  # outside a command: defer all the same
+    _interrupt["deferred"] += 1
+    try:
+        yield
+    finally:
+        _interrupt["deferred"] -= 1
+        if installed is not None:
+            signal.signal(signal.SIGINT, installed)
 
 
 # --------------------------------------------------------------------------- writing
@@ -63,68 +139,293 @@ def npy_payload(arr: np.ndarray) -> np.ndarray:
     return arr.view(np.uint16) if arr.dtype == BF16 else arr
 
 
-def save_npy(path: Path, arr: np.ndarray) -> None:
-    """Write ``arr`` in NumPy's format to exactly ``path`` (``np.save`` would add ``.npy``)."""
-    with open(path, "wb") as fh:
-        np.save(fh, npy_payload(arr), allow_pickle=False)
+def _oserror(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
-def write_raw(path: Path, arr: np.ndarray) -> None:
-    """Raw little-endian, C order, no header: what the vendors' sample programs read."""
-    data = np.ascontiguousarray(arr)
-    if sys.byteorder == "big":  # pragma: no cover - all supported hosts are little-endian
-        data = data.byteswap()
-    with open(path, "wb") as fh:
-        data.tofile(fh)
+class _Sink:
+    """Writes to a file descriptor: every byte, or an OSError (no short write goes unnoticed).
 
-
-def write_array(path: Path, arr: np.ndarray) -> str:
-    """``.npy`` (any case) → NumPy format, anything else → raw; returns the format written."""
-    if path.suffix.lower() == ".npy":
-        save_npy(path, arr)
-        return "npy, bfloat16 bits as uint16" if arr.dtype == BF16 else "npy"
-    write_raw(path, arr)
-    return "raw little-endian"
-
-
-class ReportFile:
-    """A file opened for writing before any work; written (replaced) at the end.
-
-    Opening it up front turns an unwritable path into an error before anything else runs.
-    If the work then fails, :meth:`discard` removes the file if this object created it.
+    Not a file object on purpose: ``np.save`` then writes through :meth:`write` in chunks
+    instead of handing the descriptor to C stdio, whose buffered errors can be lost.
     """
 
-    def __init__(self, path, option: str):
-        self.path = Path(path)
-        if self.path.is_dir():
-            raise CLIError(f"{option} {self.path}: is a directory")
-        existed = self.path.exists()
-        try:
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o666)
-        except OSError as exc:
-            raise CLIError(f"cannot write {option} {self.path}: {exc.strerror or exc}") from None
-        self.created = not existed
+    def __init__(self, fd: int):
+        self.fd, self.written = fd, 0
 
-    def write(self, text: str) -> None:
-        data = text.encode()
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        size = len(view)
+        while view:
+            view = view[os.write(self.fd, view[:_WRITE_CHUNK]):]
+        self.written += size
+        return size
+
+
+_WRITE_CHUNK = 1 << 24
+_TEMP_SUFFIX = ".leakyops-tmp"
+
+
+def _write_payload(sink: _Sink, data) -> None:
+    """``bytes``/``str`` as they are; an array as ``.npy`` (``data = ("npy", arr)``) or raw bytes."""
+    if isinstance(data, str):
+        sink.write(data.encode())
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        sink.write(data)
+    elif isinstance(data, tuple) and data[0] == "npy":
+        np.save(sink, npy_payload(data[1]), allow_pickle=False)
+    else:
+        arr = np.ascontiguousarray(data)
+        if sys.byteorder == "big":  # pragma: no cover - all supported hosts are little-endian
+            arr = arr.byteswap()
+        flat = arr.reshape(-1).view(np.uint8)
+        for lo in range(0, flat.size, _WRITE_CHUNK):
+            sink.write(flat[lo:lo + _WRITE_CHUNK])
+
+
+class AtomicFiles:
+    """Files written whole (STYLE habit 12), all committed together; the one way the command writes.
+
+    Each file goes to a temporary file beside its target (``.NAME.<random>.leakyops-tmp``), is
+    flushed, ``fsync``-ed and checked (its size is what was written), and stays there until
+    :meth:`commit` renames every file into place, in the order they were written, with Ctrl-C
+    deferred; removals asked for with :meth:`remove` happen at their place in that order. On an
+    error or an interrupt before the commit (:meth:`discard`, or leaving the ``with`` block by
+    an exception) the temporary files are removed, and so are directories that
+    :meth:`make_dirs` created: the targets keep what they held. A write error is a
+    :class:`CLIError` (exit status 2) naming the target and the system's message.
+
+    A target that exists and is not a regular file (``/dev/null``, ``/dev/stdout``, a pipe) is
+    written directly, without a temporary file (there is nothing to rename over); a symbolic
+    link is followed and the file it points to replaced.
+
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     target = pathlib.Path(tmp) / "a.txt"
+    ...     with AtomicFiles() as files:
+    ...         files.write(target, "new")
+    ...         print([p.name.endswith(".leakyops-tmp") for p in target.parent.iterdir()], target.exists())
+    ...     print(target.read_text(), len(list(target.parent.iterdir())))
+    [True] False
+    new 1
+    """
+
+    def __init__(self):
+        self._steps: list = []  # ("replace", target, temp) or ("remove", path), in commit order
+        self._temps: dict = {}  # target -> (temp path or None for a direct write, fd or None, option)
+        self._made_dirs: list = []
+        self._done = False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is None:
+            self.commit()
+        else:
+            self.discard()
+        return False
+
+    # ----------------------------------------------------------------------- staging
+
+    def make_dirs(self, path, option: str = "output directory") -> None:
+        """Create ``path`` and its missing parents; removed again if nothing is committed."""
+        path = Path(path)
+        missing = []
+        for p in (path, *path.parents):
+            if p.exists():
+                break
+            missing.append(p)
+        for p in reversed(missing):
+            try:
+                p.mkdir()
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise CLIError(f"cannot create {option} {p}: {_oserror(exc)}") from None
+            self._made_dirs.append(p)
+        if not path.is_dir():
+            raise CLIError(f"{option} {path} is not a directory")
+
+    def reserve(self, path, option: str = "output") -> Path:
+        """Check now that ``path`` can be written: its temporary file is created (an unwritable
+        place, a missing directory, a directory in the way are errors before any work)."""
+        target = self._target(path, option)
+        if target not in self._temps:
+            self._temps[target] = self._open_temp(target, option)
+        return target
+
+    def write(self, path, data, option: str = "output") -> None:
+        """Write ``data`` (``str``, ``bytes``, an array as raw bytes, or ``("npy", array)``) to
+        ``path``'s temporary file."""
+        target = self.reserve(path, option)
+        temp, fd, opt = self._temps[target]
+        if fd is None:
+            raise CLIError(f"{opt} {target}: written twice")
+        sink = _Sink(fd)
         try:
-            os.ftruncate(self.fd, 0)
-            os.lseek(self.fd, 0, os.SEEK_SET)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self.fd, view):]
+            _write_payload(sink, data)
         except OSError as exc:
-            raise CLIError(f"cannot write {self.path}: {exc.strerror or exc}") from None
-        finally:
-            os.close(self.fd)
+            raise CLIError(f"cannot write {target}: {_oserror(exc)}") from None
+        self._finish(target, sink.written)
+
+    @contextlib.contextmanager
+    def open(self, path, option: str = "output"):
+        """A binary file object on ``path``'s temporary file, for writers that want one (a plot)."""
+        target = self.reserve(path, option)
+        temp, fd, opt = self._temps[target]
+        if fd is None:
+            raise CLIError(f"{opt} {target}: written twice")
+        fh = os.fdopen(os.dup(fd), "wb")
+        try:
+            with fh:
+                yield fh
+                fh.flush()
+                size = fh.tell()
+        except OSError as exc:
+            raise CLIError(f"cannot write {target}: {_oserror(exc)}") from None
+        self._finish(target, size)
+
+    def remove(self, path) -> None:
+        """Remove ``path`` at its place in the commit (a file of an old result the new one lacks)."""
+        self._steps.append(("remove", Path(path)))
+
+    # ----------------------------------------------------------------------- commit, discard
+
+    def commit(self) -> None:
+        """Rename every file into place and do the removals, in order, with Ctrl-C deferred."""
+        check_interrupt()
+        unwritten = [str(t) for t, (_, fd, _) in self._temps.items() if fd is not None]
+        if unwritten:
+            self.discard()
+            raise RuntimeError(f"AtomicFiles: reserved but not written: {', '.join(unwritten)}")
+        with _interrupts_deferred():
+            try:
+                dirs = set()
+                for step in self._steps:
+                    if step[0] == "remove":
+                        with contextlib.suppress(FileNotFoundError):
+                            step[1].unlink()
+                        dirs.add(step[1].parent)
+                    elif step[2] is not None:
+                        target = step[1]
+                        try:
+                            os.replace(step[2], target)
+                        except OSError as exc:
+                            raise CLIError(f"cannot write {target}: {_oserror(exc)}") from None
+                        self._temps.pop(target)
+                        dirs.add(target.parent)
+                for d in dirs:
+                    _fsync_dir(d)
+                self._made_dirs.clear()
+                self._done = True
+            finally:
+                if not self._done:
+                    self._remove_temps()
 
     def discard(self) -> None:
-        os.close(self.fd)
-        if self.created:
+        """Remove the temporary files and the directories made; the targets are left as they were."""
+        with _interrupts_deferred():
+            self._remove_temps()
+            for d in reversed(self._made_dirs):
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+            self._made_dirs.clear()
+            self._done = True
+
+    # ----------------------------------------------------------------------- internals
+
+    @staticmethod
+    def _target(path, option: str) -> Path:
+        path = Path(path)
+        if path.is_symlink():
+            path = Path(os.path.realpath(path))
+        if path.is_dir():
+            raise CLIError(f"{option} {path}: is a directory")
+        if not path.parent.is_dir():
+            raise CLIError(f"cannot write {option} {path}: no such directory {path.parent}")
+        return path
+
+    @staticmethod
+    def _open_temp(target: Path, option: str) -> tuple:
+        try:
+            st = os.stat(target)
+        except FileNotFoundError:
+            st = None
+        except OSError as exc:
+            raise CLIError(f"cannot write {option} {target}: {_oserror(exc)}") from None
+        if st is not None and not stat.S_ISREG(st.st_mode):  # a device or a pipe: written directly
             try:
-                self.path.unlink()
-            except OSError:  # pragma: no cover - removed by someone else meanwhile
-                pass
+                return None, os.open(target, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)), option
+            except OSError as exc:
+                raise CLIError(f"cannot write {option} {target}: {_oserror(exc)}") from None
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        for _ in range(100):
+            temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}{_TEMP_SUFFIX}")
+            try:
+                fd = os.open(temp, flags, 0o666)
+                break
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise CLIError(f"cannot write {option} {target}: {_oserror(exc)}") from None
+        else:  # pragma: no cover - 100 random names taken
+            raise CLIError(f"cannot write {option} {target}: no free temporary name")
+        if st is not None:
+            with contextlib.suppress(OSError):  # the file replaced keeps its permissions
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))
+        return temp, fd, option
+
+    def _finish(self, target: Path, size: int) -> None:
+        """Flush to the disk and check the size; the file then waits for the commit."""
+        temp, fd, opt = self._temps[target]
+        try:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                if temp is not None or exc.errno not in (errno.EINVAL, errno.EROFS, errno.ENOTSUP):
+                    raise
+            if temp is not None and os.fstat(fd).st_size != size:
+                raise CLIError(f"cannot write {target}: {os.fstat(fd).st_size} bytes on disk,"
+                               f" {size} written")
+        except OSError as exc:
+            raise CLIError(f"cannot write {target}: {_oserror(exc)}") from None
+        finally:
+            os.close(fd)
+            self._temps[target] = (temp, None, opt)
+        self._steps.append(("replace", target, temp))
+
+    def _remove_temps(self) -> None:
+        for temp, fd, _ in self._temps.values():
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            if temp is not None:
+                with contextlib.suppress(OSError):
+                    temp.unlink()
+        self._temps.clear()
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make renames in ``path`` durable (best effort: not every system opens directories)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def array_format(path: Path, arr: np.ndarray):
+    """What :meth:`AtomicFiles.write` gets for an array written to ``path`` (``.npy`` in any
+    case: NumPy's format; any other name: raw little-endian), and its description."""
+    if path.suffix.lower() == ".npy":
+        return ("npy", arr), ("npy, bfloat16 bits as uint16" if arr.dtype == BF16 else "npy")
+    return arr, "raw little-endian"
 
 
 # --------------------------------------------------------------------------- reading
@@ -290,23 +591,34 @@ def _human(n: float) -> str:
     return str(int(n))
 
 
+def _duration(seconds: float) -> str:
+    """``42 s``, ``12 min``, ``1 h 5 min``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 90 else f"{minutes // 60} h {minutes % 60} min"
+
+
 class Progress:
     """Progress on stderr for a long run: shown after ``PROGRESS_AFTER`` seconds, only on a terminal.
 
-    ``advance(n)`` counts done units of ``total``; ``close()`` erases the line.
+    ``advance(n)`` counts done units of ``total``; ``close()`` erases the line. ``show=False``
+    turns it off (``bench --no-progress``). Each call also reports a Ctrl-C that was swallowed
+    on its way up (:func:`check_interrupt`).
     """
 
-    def __init__(self, prog: str, total: int, unit: str = "elements", *, stream=None):
+    def __init__(self, prog: str, total: int, unit: str = "elements", *, stream=None, show: bool = True,
+                 time_left: bool = False):
         self.stream = sys.stderr if stream is None else stream
         try:
-            self.enabled = bool(self.stream.isatty())
+            self.enabled = show and bool(self.stream.isatty())
         except (AttributeError, ValueError):
             self.enabled = False
         try:
             self.after = float(os.environ.get("LEAKYOPS_PROGRESS_AFTER", PROGRESS_AFTER))
         except ValueError:
             self.after = PROGRESS_AFTER
-        self.prog, self.total, self.unit = prog, max(int(total), 0), unit
+        self.prog, self.total, self.unit, self.time_left = prog, max(int(total), 0), unit, time_left
         self.done = 0
         self.label = ""
         self.t0 = time.monotonic()
@@ -315,10 +627,12 @@ class Progress:
 
     def step(self, label: str) -> None:
         """Name what is being done now (shown with the next line drawn)."""
+        check_interrupt()
         self.label = label
         self._maybe_draw(force=True)
 
     def advance(self, n: int) -> None:
+        check_interrupt()
         self.done += int(n)
         self._maybe_draw()
 
@@ -330,8 +644,12 @@ class Progress:
             return
         self.drawn_at = now
         pct = min(100.0, 100.0 * self.done / self.total) if self.total else 100.0
+        elapsed = now - self.t0
+        left = ""
+        if self.time_left and 5.0 <= pct < 100.0:  # the rate so far, once there is one
+            left = f", about {_duration(elapsed * (100.0 - pct) / pct)} left"
         text = (f"{self.prog}: {self.label + ' ' if self.label else ''}{pct:3.0f}%"
-                f" ({_human(self.done)} of {_human(self.total)} {self.unit}, {now - self.t0:.0f} s)")
+                f" ({_human(self.done)} of {_human(self.total)} {self.unit}, {elapsed:.0f} s{left})")
         self.stream.write("\r" + text.ljust(self.width))
         self.stream.flush()
         self.width = len(text)

@@ -30,13 +30,28 @@ from leakyops._verify import dtype_name
 
 SEMANTICS = ("pytorch", "aclnn", "ascendc", "onednn")
 
-#: what each semantics means, as recorded in case.json and printed by verify
+#: what each semantics means, as recorded in case.json and printed by verify: for the
+#: operators with a slope, and (where it differs) for prelu and prelu_backward, whose slopes
+#: are the weight, a tensor of x's dtype
 SEMANTICS_RULES = {
     "pytorch": "x > 0 keeps x; the slope in the compute type (float32 for half types, float64 for float64)",
     "aclnn": "x > 0 keeps x; the slope converted to float32 for every dtype, float64 too (aclnn ToFloat)",
     "ascendc": "x >= 0 keeps x; the scalar rounded to the tensor's type (Ascend C LeakyRelu)",
     "onednn": "run as a oneDNN Graph op through leakyops.onednn (graph, compile, execute)",
 }
+_WEIGHT_RULES = {
+    "pytorch": "x > 0 keeps x; the weight in x's dtype, half types computed in float32",
+    "aclnn": "x > 0 keeps x; the weight in x's dtype, half types computed in float32"
+             " (aclnnPrelu, aclnnPreluBackward: float16, bfloat16 and float32 only)",
+    "ascendc": "x >= 0 keeps x; the weight in x's dtype",
+}
+
+
+def semantics_rules(semantics: str, op: str) -> str:
+    """The rules of ``semantics`` for ``op`` in words ("" for an unknown semantics)."""
+    if "weight" in getattr(OPERATORS.get(op), "inputs", ()) and semantics in _WEIGHT_RULES:
+        return _WEIGHT_RULES[semantics]
+    return SEMANTICS_RULES.get(semantics, "")
 
 #: the core's options for each semantics but onednn (``slope_dtype`` applies to operators
 #: with a slope only)
@@ -47,6 +62,10 @@ _CORE_OPTIONS = {
 }
 
 
+#: the dtypes aclnnPrelu and aclnnPreluBackward take on any SoC (leakyops.aclnn's support
+#: lists, from ops-nn's L2 sources: no float64)
+_ACLNN_PRELU_DTYPES = ("float16", "bfloat16", "float32")
+
 # --------------------------------------------------------------------------- running an operator
 
 
@@ -56,6 +75,11 @@ def check_semantics(op: str, semantics: str, dtype: str, params: dict, ndim: int
     ``dtype`` is the name of the data's dtype ("" for one that is not a float).
     """
     per_channel = "weight" in OPERATORS[op].inputs
+    if semantics == "aclnn" and per_channel and dtype not in _ACLNN_PRELU_DTYPES:
+        raise CLIError(f"--semantics aclnn: aclnnPrelu/aclnnPreluBackward take "
+                       f"{', '.join(_ACLNN_PRELU_DTYPES[:-1])} and {_ACLNN_PRELU_DTYPES[-1]} only"
+                       f" ({dtype or 'this dtype'} is refused with 161002, 'self dtype ... should be in"
+                       " dtype support list')")
     if semantics == "aclnn" and per_channel and ndim >= 2 and params.get("axis", 1) not in (1, 1 - ndim):
         raise CLIError(f"--semantics aclnn: aclnnPrelu/aclnnPreluBackward take the channel at dim 1;"
                        f" --axis {params['axis']} has no aclnn form")

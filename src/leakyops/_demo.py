@@ -10,21 +10,22 @@ Three groups of checks, one PASS/FAIL line each:
 3. the special values (±0, ±inf, NaN, subnormals, the extremes), every value against every
    value as (input, gradient) pairs, for every operator of the table, with four slopes;
 
-then the speed of float32 ``leaky_relu`` against a NumPy copy of the same bytes. Every
-operator is reached through the operator table (:mod:`leakyops._operators`). Needs no
-optional dependency.
+then the speed of float32 ``leaky_relu`` against the benchmark's copy ceiling (the fastest
+copy of the same bytes; :mod:`leakyops._bench._ceiling`), each with the threads it ran on, or
+a line saying the machine is too busy to tell. Every operator is reached through the
+operator table (:mod:`leakyops._operators`). Needs no optional dependency.
 """
 
 from __future__ import annotations
 
 import functools
-import math
-import time
+import os
+import sys
 
 import numpy as np
 
 from leakyops import _verify
-from leakyops._cli_io import first_line, np_dtype
+from leakyops._cli_io import first_line, np_dtype, usable_cpus
 from leakyops._cli_ops import random_tensor, special_values
 from leakyops._operators import DTYPES, OPERATORS, SUMS
 from leakyops._verify import dtype_name
@@ -245,53 +246,100 @@ def _special_dtype(checks: _Checks, dname: str) -> None:
 # --------------------------------------------------------------------------- speed
 
 
-def _best_time(fn, min_time: float = 0.2, max_reps: int = 20) -> float:
-    """The best of repeated calls of ``fn`` (at least 3, until ``min_time`` s or ``max_reps``).
+#: Elements of the speed line by default.
+DEFAULT_SPEED_SIZE = 1 << 22
 
-    The demo's own timer, so that its one-line speed summary does not depend on the benchmark
-    runner (``leakyops._bench``), which has its own rules and changes on its own.
+#: The rounds of the speed line; the machine counts as busy when the best times of one
+#: measurement differ by more than ``DISAGREE`` between rounds, or when the load average
+#: before it is within half a CPU of the CPUs this process may use.
+ROUNDS = 3
+DISAGREE = 1.25
+
+
+def _load() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - Windows
+        return None
+
+
+def speed_lines(result: dict, load: float | None, cpus: int) -> list[str]:
+    """The speed line's text for a measurement of :func:`leakyops._bench._ceiling.against_copy`.
+
+    The copy ceiling is the fastest copy, as in ``leakyops bench``; on a busy machine the
+    lines say so and give no figure.
     """
-    best = math.inf
-    start = time.perf_counter()
-    for rep in range(max_reps):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-        if rep >= 2 and time.perf_counter() - start >= min_time:
-            break
-    return best
+    peers = result["peers"]
+    spread = max(max(p["seconds"]) / min(p["seconds"]) for p in peers.values())
+    busy = []
+    if load is not None and load >= cpus - 0.5:
+        busy.append(f"load average {load:.2f} on {cpus} CPU{'s' if cpus > 1 else ''}")
+    if spread > DISAGREE:
+        busy.append(f"the rounds differ by up to {spread:.2f}x")
+    if busy:
+        return [f"speed: not measured: the machine is busy ({'; '.join(busy)}); run 'leakyops demo'"
+                " again when it is idle"]
+    best = {name: min(p["seconds"]) for name, p in peers.items()}
+    ceiling = min((name for name in peers if name != "leakyops"), key=best.get)
+    label = {"leakyops": "leakyops.leaky_relu", "copy-numpy": "copy: numpy copyto",
+             "copy-leakyops": "copy: leakyops' copy"}
+    lines = []
+    for name, p in peers.items():
+        t = best[name]
+        threads = f"{p['threads']} thread{'s' if p['threads'] > 1 else ''}"
+        mark = "   (the copy ceiling)" if name == ceiling else ""
+        lines.append(f"  {label.get(name, name):<22} {threads:>10} {result['bytes'] / t / 1e9:8.2f} GB/s"
+                     f"   {t * 1e3:.3f} ms{mark}")
+    lines.append(f"  share of the copy ceiling {best[ceiling] / best['leakyops']:8.2f}")
+    return lines
 
 
 def _speed(n: int) -> list[str]:
-    import leakyops
+    from leakyops._bench import _ceiling
 
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal(n).astype(np.float32)
-    y = np.empty_like(x)
-    leakyops.leaky_relu(x, 0.01, out=y)  # compile / warm up
-    t_op = _best_time(lambda: leakyops.leaky_relu(x, 0.01, out=y))
-    t_cp = _best_time(lambda: np.copyto(y, x))
-    nbytes = OPERATORS["leaky_relu"].bytes_moved(x.size, x.itemsize)
-    gbs_op, gbs_cp = nbytes / t_op / 1e9, nbytes / t_cp / 1e9
+    load = _load()
+    result = _ceiling.against_copy("leaky_relu", "float32", n, rounds=ROUNDS)
+    head = (f"speed (float32 leaky_relu, {n:,} elements; GB/s of bytes read + written, best of"
+            f" {ROUNDS} rounds; the copy ceiling is the fastest copy of the same bytes, as in"
+            " 'leakyops bench')")
+    return [head, *speed_lines(result, load, usable_cpus())]
+
+
+def _compile_notice() -> str:
+    """What to say before the first checks when the kernels will be compiled ("" if they are cached).
+
+    numba's disk cache holds no kernel of leakyops on a first run and after an upgrade (its
+    index is keyed by the kernels' source file); then every kernel the demo uses is compiled,
+    about a minute. Read from numba's cache index; a numba without it gives no notice.
+    """
     try:
-        threads = leakyops.get_num_threads()
-    except Exception:  # noqa: BLE001 - informational only
-        threads = "?"
-    return [
-        f"speed (float32 leaky_relu, {n:,} elements, {threads} thread(s); bytes read + written per second)",
-        f"  leakyops.leaky_relu   {gbs_op:8.2f} GB/s   ({t_op * 1e3:.3f} ms)",
-        f"  numpy copyto          {gbs_cp:8.2f} GB/s   ({t_cp * 1e3:.3f} ms)",
-        f"  ratio to copy         {gbs_op / gbs_cp:8.2f}",
-    ]
+        from numba.core.dispatcher import Dispatcher
+
+        from leakyops import _kernels
+
+        caches = [obj._cache for obj in vars(_kernels).values() if isinstance(obj, Dispatcher)]
+        files = [c._cache_file for c in caches if hasattr(c, "_cache_file")]
+        if not caches:
+            return ""
+        if not files:
+            return "compiling the kernels (about a minute; the disk cache is off, so every run compiles them)"
+        if any(f._load_index() for f in files):
+            return ""
+    except Exception:  # noqa: BLE001 - numba's internals moved: no notice
+        return ""
+    return "compiling the kernels, once (about a minute; numba keeps them on disk for later runs)"
 
 
-def run(version: str, dtypes=None, speed_size: int | None = 1 << 22) -> int:
+def run(version: str, dtypes=None, speed_size: int | None = DEFAULT_SPEED_SIZE) -> int:
     """The demo's report on stdout; returns the exit status (0 iff every check passes).
 
     ``dtypes``: names (default: all four); ``speed_size``: elements of the speed line
     (``None``: no speed line).
     """
     dtypes = dtypes or tuple(DTYPES)
+    notice = _compile_notice()
+    if notice:
+        print(f"leakyops demo: {notice}", file=sys.stderr, flush=True)
     _out(f"leakyops {version} demo: every operator on built-in data")
     _out("")
     checks = _Checks()

@@ -24,6 +24,7 @@ parameters come from the operator table (:mod:`leakyops._operators`).
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import os
@@ -35,8 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from leakyops import _cli_io, _cli_ops, _verify
-from leakyops._cli_io import BF16, BF16_NPY, CLIError, Progress, ReportFile, first_line, np_dtype
-from leakyops._cli_ops import SEMANTICS, SEMANTICS_RULES
+from leakyops._cli_io import BF16, BF16_NPY, AtomicFiles, CLIError, Progress, first_line, np_dtype
+from leakyops._cli_ops import SEMANTICS
 from leakyops._operators import OPERATORS, OPS, PER_CHANNEL, SUMS
 from leakyops._verify import dtype_name
 
@@ -66,10 +67,42 @@ _VALUE_OPTIONS = ("--shape", "--grad-shape", "--weight-shape", "--slope", "--see
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (exit status 2)."""
+    """argparse, but a usage error is one line on stderr (exit status 2) that suggests the
+    closest choice or option where the one given is misspelt."""
 
     def error(self, message):
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:
+            message += _did_you_mean(m.group(1), re.findall(r"'([^']*)'", m.group(2)))
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def options(self) -> set:
+        return {o for action in self._actions for o in action.option_strings}
+
+    def unrecognized(self, extra: list) -> None:
+        """Report arguments this (sub)command does not take: the first unknown option, with the
+        closest one it has, or else the first stray value."""
+        unknown = [a.split("=", 1)[0] for a in extra if a.startswith("-") and a != "-"]
+        if unknown:
+            self.error(f"unrecognized option {unknown[0]}{_did_you_mean(unknown[0], sorted(self.options()))}")
+        self.error(f"unexpected argument {extra[0]!r}")
+
+    def reject_unknown_options(self, argv: list) -> None:
+        """A misspelt ``--option`` of a subcommand is reported before anything else argparse would
+        say about the command line (such as a missing required argument it was meant to give)."""
+        command = None
+        for arg in argv:
+            if arg == "--":
+                return
+            if command is None:
+                command = self.subcommands.get(arg)
+            elif arg.startswith("--") and arg.split("=", 1)[0] not in command.options():
+                command.unrecognized([arg])
+
+
+def _did_you_mean(given: str, choices) -> str:
+    close = difflib.get_close_matches(given, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 # --------------------------------------------------------------------------- helpers
@@ -149,14 +182,67 @@ def _pair_arg(text: str) -> tuple:
     return values
 
 
-def _int_list_arg(text: str) -> tuple:
+def _count(text: str) -> int | None:
+    """A whole number >= 1 written as an integer or in e-notation (``4194304``, ``1e6``); else None."""
     try:
-        values = tuple(int(float(p)) for p in text.replace(" ", "").split(",") if p)
+        return int(text) if int(text) >= 1 else None
     except ValueError:
-        values = ()
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"bad sizes {text!r}: give positive integers, e.g. 1e3,1e5")
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if math.isfinite(value) and value >= 1 and value.is_integer() else None
+
+
+def _count_arg(text: str) -> int:
+    value = _count(text.strip())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"bad count {text!r}: give a whole number >= 1, e.g. 4194304 or 4e6")
+    return value
+
+
+def _count_list_arg(text: str) -> tuple:
+    parts = [p for p in text.replace(" ", "").split(",") if p]
+    values = tuple(_count(p) for p in parts)
+    if not values or None in values:
+        raise argparse.ArgumentTypeError(f"bad sizes {text!r}: give whole numbers >= 1 (elements),"
+                                         " e.g. 1e3,1e5")
     return values
+
+
+def _positive_int_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"bad value {text!r}: give an integer >= 1")
+    return value
+
+
+def _seconds_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"bad time {text!r}: give a number of seconds > 0, e.g. 0.1")
+    return value
+
+
+def _threads_arg(text: str) -> int:
+    """Threads per library: 1 up to the CPUs this process may use."""
+    most = _cli_io.usable_cpus()
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= most:
+        raise argparse.ArgumentTypeError(
+            f"bad thread count {text!r}: give 1 to {most} (the CPUs this process may use;"
+            " more threads than CPUs would time the operating system's scheduler)")
+    return value
 
 
 def _name_list_arg(choices):
@@ -257,25 +343,27 @@ def _default_weight_shape(shape: tuple, axis: int) -> tuple:
     return (shape[ax],)
 
 
-def _make_case(args, progress=None) -> tuple[dict, dict, dict, dict]:
-    """Inputs, parameters, outputs and semantics notes of a golden case."""
+def _case_plan(args) -> tuple[dict, tuple | None]:
+    """Check a golden case's options (one line, exit 2); returns its parameters and weight shape."""
     op = args.op
     _check_op_options(op, args)
     params = _params(op, args)
-    shape = args.shape
     wshape = None
     if "weight" in OPERATORS[op].inputs:
-        wshape = args.weight_shape if args.weight_shape is not None else _default_weight_shape(shape, params["axis"])
-    _cli_ops.check_semantics(op, args.semantics, args.dtype, params, len(shape))
+        wshape = args.weight_shape if args.weight_shape is not None else _default_weight_shape(args.shape, params["axis"])
+    _cli_ops.check_semantics(op, args.semantics, args.dtype, params, len(args.shape))
+    return params, wshape
+
+
+def _make_case(args, params: dict, wshape, progress) -> tuple[dict, dict, dict]:
+    """Inputs, outputs and semantics notes of a golden case."""
     rng = np.random.default_rng(args.seed)
-    if progress is not None:
-        progress.step("generating inputs")
-    inputs = _cli_ops.make_inputs(op, rng, shape, args.dtype, args.values, params,
+    progress.step("generating inputs")
+    inputs = _cli_ops.make_inputs(args.op, rng, args.shape, args.dtype, args.values, params,
                                   grad_shape=args.grad_shape, weight_shape=wshape, progress=progress)
-    if progress is not None:
-        progress.step(f"computing {op} ({args.semantics})")
-    outputs, notes = _cli_ops.run_op(op, inputs, params, args.semantics)
-    return inputs, params, outputs, notes
+    progress.step(f"computing {args.op} ({args.semantics})")
+    outputs, notes = _cli_ops.run_op(args.op, inputs, params, args.semantics)
+    return inputs, outputs, notes
 
 
 def _tensor_entry(name: str, arr: np.ndarray) -> dict:
@@ -292,53 +380,80 @@ def _tensor_entry(name: str, arr: np.ndarray) -> dict:
     return entry
 
 
+#: the name of a tensor file in a case (a manifest's names are used only if they look like one)
+_CASE_FILE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.(npy|bin)")
+
+
+def _case_files(outdir: Path) -> set:
+    """The tensor files of the golden case in ``outdir``, as its manifest lists them (none if
+    there is no readable leakyops manifest)."""
+    try:
+        manifest = json.loads((outdir / MANIFEST).read_text())
+        if not str(manifest.get("format", "")).startswith("leakyops-golden/"):
+            return set()
+        names = {e[key] for e in [*manifest["inputs"], *manifest["outputs"]] for key in ("npy", "bin")}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return set()
+    return {n for n in names if isinstance(n, str) and _CASE_FILE.fullmatch(n)}
+
+
 def cmd_golden(args) -> int:
+    """Write a golden case into ``-o DIR`` as a whole.
+
+    The new files go to temporary files in DIR; at the commit the old manifest is removed
+    first, the new tensors are renamed into place, the old case's files that the new one
+    lacks are removed, and the new manifest comes last (:class:`~leakyops._cli_io.AtomicFiles`,
+    Ctrl-C deferred meanwhile). So an error or an interrupt leaves DIR with the old case, and
+    a finished run with the new one only. Other files in DIR are left alone.
+    """
     outdir = Path(args.output)
     if outdir.exists() and not outdir.is_dir():
         raise CLIError(f"output {outdir} is not a directory")
+    params, wshape = _case_plan(args)
     # what the progress line counts: the x-sized inputs drawn, then every x-sized array written
     spec = OPERATORS[args.op]
     arrays_counted = sum(name not in PER_CHANNEL for name in spec.inputs) + spec.arrays_moved
     progress = Progress("leakyops golden", arrays_counted * math.prod(args.shape))
-    try:
-        inputs, params, outputs, notes = _make_case(args, progress)
+    with AtomicFiles() as files:
+        files.make_dirs(outdir)
+        files.reserve(outdir / MANIFEST, "-o")  # an unwritable directory fails before any work
         try:
-            outdir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise CLIError(f"cannot create output directory {outdir}: {exc.strerror or exc}") from None
-        entries_in, entries_out = [], []
-        for group, entries in ((inputs, entries_in), (outputs, entries_out)):
-            for name, arr in group.items():
-                progress.step(f"writing {name}")
-                arr = np.ascontiguousarray(arr)
-                try:
-                    _cli_io.save_npy(outdir / f"{name}.npy", arr)
-                    _cli_io.write_raw(outdir / f"{name}.bin", arr)
-                except OSError as exc:
-                    raise CLIError(f"cannot write into {outdir}: {exc.strerror or exc}") from None
-                progress.advance(arr.size)
-                entries.append(_tensor_entry(name, arr))
-    finally:
-        progress.close()
-    manifest = {
-        "format": FORMAT,
-        "operator": args.op,
-        "parameters": params,
-        "semantics": args.semantics,
-        "semantics_rules": SEMANTICS_RULES[args.semantics],
-        **notes,
-        "dtype": args.dtype,
-        "shape": list(args.shape),
-        "values": args.values,
-        "seed": args.seed,
-        "leakyops_version": _version(),
-        "bin_layout": "raw little-endian, C order, no header",
-        "npy_bfloat16": "bfloat16 tensors are stored in .npy as their bits in uint16 (npy_dtype);"
-                        " .bin holds the same bytes",
-        "inputs": entries_in,
-        "outputs": entries_out,
-    }
-    (outdir / MANIFEST).write_text(_dump_json(manifest))
+            inputs, outputs, notes = _make_case(args, params, wshape, progress)
+            old_files = _case_files(outdir)
+            files.remove(outdir / MANIFEST)  # from here until the new manifest no case is claimed
+            entries_in, entries_out = [], []
+            for group, entries in ((inputs, entries_in), (outputs, entries_out)):
+                for name, arr in group.items():
+                    progress.step(f"writing {name}")
+                    arr = np.ascontiguousarray(arr)
+                    files.write(outdir / f"{name}.npy", ("npy", arr), "-o")
+                    files.write(outdir / f"{name}.bin", arr, "-o")
+                    progress.advance(arr.size)
+                    entries.append(_tensor_entry(name, arr))
+        finally:
+            progress.close()
+        new_files = {e[key] for e in entries_in + entries_out for key in ("npy", "bin")}
+        for name in sorted(old_files - new_files):
+            files.remove(outdir / name)
+        manifest = {
+            "format": FORMAT,
+            "operator": args.op,
+            "parameters": params,
+            "semantics": args.semantics,
+            "semantics_rules": _cli_ops.semantics_rules(args.semantics, args.op),
+            **notes,
+            "dtype": args.dtype,
+            "shape": list(args.shape),
+            "values": args.values,
+            "seed": args.seed,
+            "leakyops_version": _version(),
+            "bin_layout": "raw little-endian, C order, no header",
+            "npy_bfloat16": "bfloat16 tensors are stored in .npy as their bits in uint16 (npy_dtype);"
+                            " .bin holds the same bytes",
+            "inputs": entries_in,
+            "outputs": entries_out,
+        }
+        files.write(outdir / MANIFEST, _dump_json(manifest), "-o")
     if not args.quiet:
         _out(f"wrote {args.op} golden case to {outdir}/ ({args.dtype}, shape {list(args.shape)},"
              f" seed {args.seed}, values {args.values}, semantics {args.semantics})")
@@ -481,42 +596,47 @@ def _verify_options(args) -> dict:
 
 def cmd_verify(args) -> int:
     options = _verify_options(args)
-    report = ReportFile(args.json, "--json") if args.json else None  # an unwritable path fails now
+    with AtomicFiles() as files:
+        if args.json:
+            files.reserve(args.json, "--json")  # an unwritable path fails now
+        return _verify_case(args, options, files)
+
+
+def _verify_case(args, options: dict, files: AtomicFiles) -> int:
+    """The comparison and its report; the --json file is written into ``files``."""
+    case_dir = Path(args.case)
+    manifest = _read_manifest(case_dir)
+    plan = []
+    for entry, path in _assign_actuals(manifest["outputs"], args.actual, case_dir):
+        # check every file before any result: unusable input gives status 2 and no report
+        golden = _golden_source(case_dir, entry)
+        actual, note = _actual_source(path, entry, args.actual_dtype)
+        standard = args.standard or DEFAULT_STANDARD.get(entry["name"], "exact")
+        why = "from --standard" if args.standard else _DEFAULT_WHY[standard]
+        plan.append((entry, path, golden, actual, note, standard, why))
+    thresholds = args.err_thr or _verify.RATIO_DEFAULT
+    progress = Progress("leakyops verify", sum(g.count for _, _, g, *_ in plan))
+    results = []
     try:
-        case_dir = Path(args.case)
-        manifest = _read_manifest(case_dir)
-        plan = []
-        for entry, path in _assign_actuals(manifest["outputs"], args.actual, case_dir):
-            # check every file before any result: unusable input gives status 2 and no report
-            golden = _golden_source(case_dir, entry)
-            actual, note = _actual_source(path, entry, args.actual_dtype)
-            standard = args.standard or DEFAULT_STANDARD.get(entry["name"], "exact")
-            why = "from --standard" if args.standard else _DEFAULT_WHY[standard]
-            plan.append((entry, path, golden, actual, note, standard, why))
-        thresholds = args.err_thr or _verify.RATIO_DEFAULT
-        progress = Progress("leakyops verify", sum(g.count for _, _, g, *_ in plan))
-        results = []
-        try:
-            for entry, path, golden, actual, note, standard, why in plan:
-                progress.step(entry["name"])
-                comparer = _verify.Comparer(standard, golden.dtype, tuple(entry["shape"]), actual_dtype=actual.dtype,
-                                            ratio_thresholds=thresholds, **options)
-                for a, g in zip(actual.chunks(), golden.chunks(), strict=True):
-                    comparer.update(a, g)
-                    progress.advance(g.size)
-                results.append((entry, path, note, why, comparer.result()))
-        finally:
-            progress.close()
-    except BaseException:
-        if report is not None:
-            report.discard()
-        raise
+        for entry, path, golden, actual, note, standard, why in plan:
+            progress.step(entry["name"])
+            comparer = _verify.Comparer(standard, golden.dtype, tuple(entry["shape"]), actual_dtype=actual.dtype,
+                                        ratio_thresholds=thresholds, **options)
+            for a, g in zip(actual.chunks(), golden.chunks(), strict=True):
+                comparer.update(a, g)
+                progress.advance(g.size)
+            results.append((entry, path, note, why, comparer.result()))
+    finally:
+        progress.close()
 
     semantics = manifest.get("semantics", "pytorch")
     recorded = "semantics" in manifest
+    rules = manifest.get("semantics_rules")
+    if not isinstance(rules, str):
+        rules = _cli_ops.semantics_rules(semantics, manifest.get("operator", "")) or "unknown"
     _out(f"leakyops verify: {manifest.get('operator', '?')} case {case_dir}"
          f" ({manifest.get('dtype', '?')}, shape {manifest.get('shape', '?')}, seed {manifest.get('seed', '?')})")
-    _out(f"semantics: {semantics} ({SEMANTICS_RULES.get(semantics, 'unknown')})"
+    _out(f"semantics: {semantics} ({rules})"
          + ("" if recorded else " [not recorded in the case; the default]"))
     if args.standard:
         _out(f"standard: {args.standard} (from --standard, for every output)")
@@ -542,7 +662,7 @@ def cmd_verify(args) -> int:
     else:
         _out(f"overall: PASS ({len(results)} output(s) pass: "
              + ", ".join(f"{e['name']} ({c.standard})" for e, _, _, _, c in results) + ")")
-    if report is not None:
+    if args.json:
         doc = {
             "case": str(case_dir),
             "operator": manifest.get("operator"),
@@ -553,7 +673,7 @@ def cmd_verify(args) -> int:
             "outputs": [dict(name=e["name"], file=str(p), note=note, standard_source=why, **c.to_dict())
                         for e, p, note, why, c in results],
         }
-        report.write(json.dumps(doc, indent=2) + "\n")
+        files.write(args.json, json.dumps(doc, indent=2) + "\n", "--json")
     return 1 if failed else 0
 
 
@@ -604,72 +724,103 @@ def cmd_run(args) -> int:
     if len(paths) != len(out_names):
         raise CLIError(f"{op} has {len(out_names)} output(s) ({', '.join(out_names)}), got {len(paths)} -o path(s);"
                        " give one per output")
-    if len(set(paths)) != len(paths):
+    if len({os.path.realpath(p) for p in paths}) != len(paths):
         raise CLIError("the -o paths must differ")
-    for path in paths:
-        if path.is_dir():
-            raise CLIError(f"-o {path}: is a directory")
-        if not path.parent.is_dir():
-            raise CLIError(f"cannot write {path}: no such directory {path.parent}")
-    arrays = _run_inputs(op, args)
-    params = _params(op, args)
-    x = arrays["x"]
-    _cli_ops.check_semantics(op, args.semantics, dtype_name(x.dtype) if x.dtype.kind == "f" or x.dtype == BF16 else "",
-                             params, x.ndim)
-    outputs, _ = _cli_ops.run_op(op, arrays, params, args.semantics)
-    for name, path in zip(out_names, paths):
-        arr = np.ascontiguousarray(outputs[name])
-        try:
-            fmt = _cli_io.write_array(path, arr)
-        except OSError as exc:
-            raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from None
-        if not args.quiet:
-            _out(f"{name}: {dtype_name(arr.dtype)} {list(arr.shape)} -> {path} ({fmt})")
+    with AtomicFiles() as files:
+        for path in paths:  # a path that cannot be written fails before the inputs are read
+            files.reserve(path, "-o")
+        arrays = _run_inputs(op, args)
+        params = _params(op, args)
+        x = arrays["x"]
+        _cli_ops.check_semantics(op, args.semantics,
+                                 dtype_name(x.dtype) if x.dtype.kind == "f" or x.dtype == BF16 else "",
+                                 params, x.ndim)
+        outputs, _ = _cli_ops.run_op(op, arrays, params, args.semantics)
+        written = []
+        for name, path in zip(out_names, paths):
+            arr = np.ascontiguousarray(outputs[name])
+            data, fmt = _cli_io.array_format(path, arr)
+            files.write(path, data, "-o")
+            written.append(f"{name}: {dtype_name(arr.dtype)} {list(arr.shape)} -> {path} ({fmt})")
+    if not args.quiet:
+        for line in written:
+            _out(line)
     return 0
 
 
 # --------------------------------------------------------------------------- bench
 
 
+def _plot_format(path: str) -> str:
+    """The chart format of ``--plot``'s file name; a missing matplotlib or an unknown suffix is an error."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise CLIError("--plot needs matplotlib: pip install 'leakyops[plot]'") from None
+    formats = sorted(Figure().canvas.get_supported_filetypes())
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in formats:
+        given = f"format {suffix!r} is not supported" if suffix else "no format in the name"
+        raise CLIError(f"--plot {path}: {given}; give a name ending in ." + ", .".join(formats))
+    return suffix
+
+
+def check_memory(option: str, needed: int) -> None:
+    """Refuse a size whose arrays would not fit in this machine's memory (before any work)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - no sysconf
+        return
+    if needed > total:
+        raise CLIError(f"{option}: the largest case needs {_bytes(needed)} of arrays, more than this"
+                       f" machine's {_bytes(total)} of memory")
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
 def cmd_bench(args) -> int:
     from leakyops import _bench
 
-    if args.plot:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise CLIError("--plot needs matplotlib: pip install 'leakyops[plot]'") from None
-    if args.threads is not None and args.threads < 1:
-        raise CLIError("--threads must be at least 1")
-    if args.rounds is not None and args.rounds < 1:
-        raise CLIError("--rounds must be at least 1")
     peers = args.peers or tuple(_bench.PEERS)
     if args.no_torch:
         peers = tuple(p for p in peers if p not in ("torch", "copy-torch"))
-    records = _bench.run(
-        ops=args.ops,
-        dtypes=args.dtypes or _bench.DTYPES,
-        sizes=args.sizes,
-        quick=args.quick,
-        threads=args.threads,
-        min_time=args.min_time,
-        rounds=args.rounds,
-        peers=peers,
-        progress=not args.no_progress,
-        log=lambda line: print(line, file=sys.stderr),
-    )
-    _out(_bench.format_table(records))
-    _out(_bench.summary(records))
-    if args.json:
-        try:
-            Path(args.json).write_text(json.dumps(_bench.to_json(records), indent=2) + "\n")
-        except OSError as exc:
-            raise CLIError(f"cannot write {args.json}: {exc.strerror or exc}") from None
+    dtypes = args.dtypes or _bench.DTYPES
+    sizes = args.sizes or (_bench.QUICK_SIZES if args.quick else _bench.DEFAULT_SIZES)
+    check_memory("--sizes", max(_bench.case(op, dt, n)["bytes"] for op in args.ops for dt in dtypes for n in sizes))
+    fmt = _plot_format(args.plot) if args.plot else None
+    with AtomicFiles() as files:
+        if args.json:
+            files.reserve(args.json, "--json")  # an unwritable path fails before any timing
+        if args.plot:
+            files.reserve(args.plot, "--plot")
+        records = _bench.run(
+            ops=args.ops,
+            dtypes=dtypes,
+            sizes=sizes,
+            quick=args.quick,
+            threads=args.threads,
+            min_time=args.min_time,
+            rounds=args.rounds,
+            peers=peers,
+            progress=not args.no_progress,
+            log=lambda line: print(line, file=sys.stderr),
+        )
+        _out(_bench.format_table(records))
+        _out(_bench.summary(records))
+        if args.json:
+            files.write(args.json, json.dumps(_bench.to_json(records), indent=2) + "\n", "--json")
+        if args.plot:
+            with files.open(args.plot, "--plot") as fh:
+                _bench.plot(records, fh, fmt=fmt)
     if args.plot:
-        try:
-            _bench.plot(records, args.plot)
-        except OSError as exc:
-            raise CLIError(f"cannot write {args.plot}: {exc.strerror or exc}") from None
         _out(f"chart written to {args.plot}")
     return 0
 
@@ -678,12 +829,24 @@ def cmd_bench(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from leakyops import _demo
+    from leakyops import _bench, _demo
 
+    if not args.no_speed:  # the operator's arrays and two copies' are alive at once
+        check_memory("--speed-size", 3 * _bench.case("leaky_relu", "float32", args.speed_size)["bytes"])
     return _demo.run(_version(), args.dtypes, None if args.no_speed else args.speed_size)
 
 
 # --------------------------------------------------------------------------- parser
+
+
+def sizes_text(sizes) -> str:
+    """Element counts as the help and the docs write them: ``1e3, 4e6, 1.6e7 and 6.4e7``."""
+    def short(n: int) -> str:
+        exp = len(str(n)) - 1
+        return f"{n / 10 ** exp:g}e{exp}"
+
+    names = [short(n) for n in sizes]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
 
 
 def _examples(text: str) -> str:
@@ -709,12 +872,6 @@ def _add_op_options(p, golden: bool) -> None:
 
 
 
-def _bench_peers() -> tuple:
-    from leakyops._bench import PEERS
-
-    return tuple(PEERS)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="leakyops",
@@ -733,6 +890,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"leakyops {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser.subcommands = sub.choices  # name -> its parser (for the error of an unknown option)
 
     g = sub.add_parser(
         "golden", help="write inputs and expected outputs of an operator",
@@ -854,18 +1012,27 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     r.set_defaults(func=cmd_run)
 
+    from leakyops import _bench
+    from leakyops._demo import DEFAULT_SPEED_SIZE as DEMO_SPEED_SIZE
+
+    quick_rounds, quick_time = _bench.ROUNDS[1], _bench.MIN_TIME[1]
     b = sub.add_parser(
         "bench", help="time the operators against PyTorch, oneDNN, ONNX Runtime and a copy",
-        description="Time every operator x dtype at 1e3 … 6.4e7 elements (--quick: 1e3 … 1e6) for "
-                    "leakyops and its peers, each library in a process of its own, the processes "
-                    "taking turns over several rounds (best time per case): PyTorch (aten ops, out= "
-                    "where they exist), the real oneDNN primitives (pip install "
-                    "onednn-cpu-gomp==2023.2.0), ONNX Runtime (pip install onnxruntime onnx) and "
-                    "copies of the same bytes (the ceiling). Prints µs per call, leakyops' GB/s "
-                    "(bytes read + written), its ratio to the fastest peer and its share of the "
-                    "copy ceiling. A peer that is not installed or has no kernel for a case on this "
-                    "CPU is skipped with one line on stderr saying why. prelu/prelu_backward use "
-                    "(4, 64, L). A progress bar goes to stderr.",
+        description=f"Time every operator x dtype at {sizes_text(_bench.DEFAULT_SIZES)} elements (--quick: "
+                    f"{sizes_text(_bench.QUICK_SIZES)}) for leakyops and its peers, each library in a "
+                    f"process of its own, the processes taking turns over {_bench.ROUNDS[0]} rounds "
+                    f"(--quick {quick_rounds}); each case is timed for about {_bench.MIN_TIME[0]:g} s per "
+                    f"round (--quick {quick_time:g} s) and keeps its best time. Peers: torch (PyTorch's "
+                    "aten ops, out= where they exist), onednn (the real oneDNN primitives: pip install "
+                    "onednn-cpu-gomp==2023.2.0), onnxruntime (pip install onnxruntime onnx), and "
+                    "copy-numpy, copy-torch, copy-leakyops: copies of the same bytes, the fastest of "
+                    "which is the ceiling. Prints µs per call of each peer ('copy': the ceiling), "
+                    "leakyops' GB/s (bytes read + written), 'x fastest' (the fastest library's time / "
+                    "leakyops' time; > 1: leakyops is faster), 'peer' (that library) and 'x copy' "
+                    "(leakyops' share of the copy ceiling's bandwidth). A peer that is not installed or "
+                    "has no kernel for a case on this CPU is skipped with one line on stderr saying "
+                    f"why. prelu/prelu_backward use (4, 64, L). A full run takes {_bench.FULL_RUN}; on a "
+                    "terminal, a progress line on stderr shows the time left.",
         formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
         epilog=_examples("""
             leakyops bench --quick
@@ -873,23 +1040,30 @@ def build_parser() -> argparse.ArgumentParser:
             leakyops bench --sizes 1e6 --threads 1 --peers leakyops,torch --json bench.json
         """),
     )
-    b.add_argument("--quick", action="store_true", help="small sizes only (1e3 … 1e6), two rounds, short timing")
+    b.add_argument("--quick", action="store_true",
+                   help=f"sizes {sizes_text(_bench.QUICK_SIZES)}, {quick_rounds} rounds, {quick_time:g} s per case")
     b.add_argument("--ops", type=_name_list_arg(OPS), default=OPS, metavar="OPS",
                    help="comma-separated operators (default: all five)")
     b.add_argument("--dtypes", type=_dtype_list_arg, default=None, metavar="DTYPES",
                    help="comma-separated dtypes (default: all four)")
-    b.add_argument("--sizes", type=_int_list_arg, default=None, metavar="N,…",
-                   help="comma-separated element counts (default: see above)")
-    b.add_argument("--peers", type=_name_list_arg(_bench_peers()), default=None, metavar="PEERS",
-                   help="comma-separated peers (default: all: " + ",".join(_bench_peers()) + ")")
-    b.add_argument("--threads", type=int, default=None, help="threads per library (default: leakyops')")
-    b.add_argument("--rounds", type=int, default=None, help="rounds of turns (default 3, --quick 2)")
-    b.add_argument("--min-time", type=float, default=None, metavar="SECONDS",
-                   help="time each case for about this long per round (default 0.1, --quick 0.03)")
+    b.add_argument("--sizes", type=_count_list_arg, default=None, metavar="N,…",
+                   help="comma-separated element counts, whole numbers such as 1e6 (default: see above)")
+    b.add_argument("--peers", type=_name_list_arg(tuple(_bench.PEERS)), default=None, metavar="PEERS",
+                   help="comma-separated peers (default: all: " + ",".join(_bench.PEERS) + ")")
+    b.add_argument("--threads", type=_threads_arg, default=None, metavar="N",
+                   help="threads per library, 1 to the CPUs this process may use"
+                        " (default: leakyops.get_num_threads())")
+    b.add_argument("--rounds", type=_positive_int_arg, default=None, metavar="N",
+                   help=f"rounds of turns (default {_bench.ROUNDS[0]}, --quick {quick_rounds})")
+    b.add_argument("--min-time", type=_seconds_arg, default=None, metavar="SECONDS",
+                   help=f"time each case for about this long per round (default {_bench.MIN_TIME[0]:g},"
+                        f" --quick {quick_time:g})")
     b.add_argument("--no-torch", action="store_true", help="leave PyTorch out even if it is installed")
-    b.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    b.add_argument("--no-progress", action="store_true",
+                   help="no progress line (there is one on stderr only when it is a terminal)")
     b.add_argument("--plot", metavar="FILE.png", default=None,
-                   help="draw GB/s by size per operator and dtype (needs matplotlib: leakyops[plot])")
+                   help="draw GB/s by size per operator and dtype (needs matplotlib: leakyops[plot]);"
+                        " the format is the name's suffix (.png, .pdf, .svg, …)")
     b.add_argument("--json", metavar="FILE", default=None, help="also write the measurements as JSON")
     b.set_defaults(func=cmd_bench)
 
@@ -898,9 +1072,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run every operator on built-in data: the vendors' documented examples (aclnn "
                     "LeakyRelu, LeakyReluBackward, PreluBackward; Ascend C LeakyRelu), random data of "
                     "each dtype checked bit for bit against a naive NumPy reference, and the special "
-                    "values +-0, +-inf, NaN, subnormals and extremes; then a quick speed summary (GB/s "
-                    "of the core against a NumPy copy of the same bytes). Exit status 0 iff everything "
-                    "conforms. Needs neither PyTorch nor any optional dependency.",
+                    "values +-0, +-inf, NaN, subnormals and extremes; then a speed line: float32 "
+                    "leaky_relu against the copy ceiling of the benchmark (the fastest copy of the "
+                    "same bytes), each with its thread count, measured in rounds; on a busy machine "
+                    "(rounds that disagree, a load average near the CPU count) it says so instead of "
+                    "giving a number. Exit status 0 iff everything conforms. Needs neither PyTorch "
+                    "nor any optional dependency.",
         formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
         epilog=_examples("""
             leakyops demo
@@ -909,29 +1086,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--dtypes", type=_dtype_list_arg, default=None, metavar="DTYPES",
                    help="comma-separated dtypes to check (default: all four)")
-    d.add_argument("--no-speed", action="store_true", help="skip the speed summary")
-    d.add_argument("--speed-size", type=int, default=1 << 22, metavar="N",
-                   help="elements of the speed summary (default 4194304)")
+    d.add_argument("--no-speed", action="store_true", help="skip the speed line")
+    d.add_argument("--speed-size", type=_count_arg, default=DEMO_SPEED_SIZE, metavar="N",
+                   help=f"elements of the speed line, a whole number such as 4e6 (default {DEMO_SPEED_SIZE})")
     d.set_defaults(func=cmd_demo)
+
     return parser
 
 
 def main(argv=None) -> int:
     """Entry point of the ``leakyops`` command; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(_join_dash_values(list(sys.argv[1:] if argv is None else argv)))
-    if getattr(args, "func", None) is None:
-        parser.print_help(sys.stderr)
-        return 2
-    prog = f"leakyops {args.command}"
+    with _cli_io.interrupt_handling():
+        return _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(argv: list) -> int:
+    prog = "leakyops"
     try:
-        return int(args.func(args) or 0)
+        parser = build_parser()
+        argv = _join_dash_values(argv)
+        parser.reject_unknown_options(argv)
+        args, extra = parser.parse_known_args(argv)
+        command = parser.subcommands.get(getattr(args, "command", None) or "")
+        if extra:
+            (command or parser).unrecognized(extra)
+        if getattr(args, "func", None) is None:
+            parser.print_help(sys.stderr)
+            return 2
+        prog = f"leakyops {args.command}"
+        status = int(args.func(args) or 0)
+        _cli_io.check_interrupt()  # one that was swallowed on its way up still ends the command
+        return status
     except CLIError as exc:
         sys.stdout.flush()
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return exc.status
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
+        _say(f"{prog}: interrupted")
         return 130
     except BrokenPipeError:
         # stdout closed early (e.g. piped into head): not an error of ours
@@ -949,3 +1140,13 @@ def main(argv=None) -> int:
         print(f"{prog}: internal error: {type(exc).__name__}: {first_line(exc)}"
               " (set LEAKYOPS_DEBUG=1 for the traceback)", file=sys.stderr)
         return 3
+
+
+def _say(line: str) -> None:
+    """One line on stderr, after what stdout holds so far (either may be closed by now)."""
+    for stream, text in ((sys.stdout, ""), (sys.stderr, line + "\n")):
+        try:
+            stream.write(text)
+            stream.flush()
+        except (OSError, ValueError):
+            pass

@@ -32,7 +32,7 @@ def test_bench_runs_each_peer_in_its_own_process(tmp_path):
                "--json", js)
     assert res.returncode == 0, res.stderr
     assert "Traceback" not in res.stderr
-    assert "] 16/16 " in res.stderr  # the progress bar: 2 rounds x (2 + 2 + 2 + 2 extra) cases
+    assert res.stderr == ""  # stderr is no terminal: no progress line
     head = res.stdout.splitlines()[1]
     for col in ("leakyops", "torch", "onednn", "copy", "x fastest", "x copy"):
         assert col in head

@@ -95,7 +95,7 @@ def test_no_subcommand_prints_help_and_fails(cli):
     (["bench", "--ops", "relu"], "unknown name(s) relu"),
     (["bench", "--dtypes", "int8"], "unsupported dtype"),
     (["bench", "--sizes", "0"], "bad sizes"),
-    (["bench", "--threads", "0", "--sizes", "10"], "--threads must be at least 1"),
+    (["bench", "--threads", "0", "--sizes", "10"], "argument --threads: bad thread count '0': give 1 to"),
     (["demo", "--dtypes", "complex64"], "unsupported dtype"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
 ])

@@ -26,12 +26,21 @@ from ._cases import DEFAULT_SIZES, DTYPES, OPS, QUICK_SIZES, case
 from ._peers import COPIES, LIBRARIES, PEERS
 from ._timing import best_time
 
-__all__ = ["DEFAULT_SIZES", "DTYPES", "OPS", "QUICK_SIZES", "PEERS", "best_time", "run",
-           "format_table", "format_markdown", "to_json", "plot", "summary"]
+__all__ = ["DEFAULT_SIZES", "DTYPES", "OPS", "QUICK_SIZES", "PEERS", "ROUNDS", "MIN_TIME", "FULL_RUN",
+           "best_time", "run", "format_table", "format_markdown", "to_json", "plot", "summary"]
 
 #: Extra rows compared with PyTorch only: calls that allocate their results.
 EXTRA_OPS = {"leaky_relu:alloc": ("leakyops", "torch"),
              "prelu_backward:fresh": ("leakyops", "torch")}
+
+#: Rounds of turns and seconds of timing per case and round: (default, --quick).
+ROUNDS = (3, 2)
+MIN_TIME = (0.1, 0.03)
+
+#: How long the default run took (all peers installed, 2 threads per library, nothing else
+#: running; the run of 2026-11-23 in docs/benchmarks.md). The progress line on a terminal
+#: shows the time left of a run as it goes.
+FULL_RUN = "about 45 minutes on a 2-core machine"
 
 
 def _cpu_model() -> str:
@@ -46,21 +55,19 @@ def _cpu_model() -> str:
 
 
 class _Progress:
+    """The bench's progress line: the command's own (on a terminal only), counting timings."""
+
     def __init__(self, total: int, enabled: bool):
-        self.total, self.done, self.enabled, self.width = total, 0, enabled, 30
+        from leakyops._cli_io import Progress
+
+        self.line = Progress("leakyops bench", total, "timings", show=enabled, time_left=True)
 
     def step(self, n: int, label: str) -> None:
-        self.done += n
-        if self.enabled:
-            filled = int(self.width * self.done / max(self.total, 1))
-            sys.stderr.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] "
-                             f"{self.done}/{self.total} {label:<32.32}")
-            sys.stderr.flush()
+        self.line.step(label)
+        self.line.advance(n)
 
     def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+        self.line.close()
 
 
 def _spawn(peer: str, cases: list, threads: int, min_time: float):
@@ -74,11 +81,15 @@ def _spawn(peer: str, cases: list, threads: int, min_time: float):
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     with proc:
-        proc.stdin.write(job)
-        proc.stdin.close()
-        for line in proc.stdout:
-            rec = json.loads(line)
-            yield rec.pop("key"), rec
+        try:
+            proc.stdin.write(job)
+            proc.stdin.close()
+            for line in proc.stdout:
+                rec = json.loads(line)
+                yield rec.pop("key"), rec
+        except BaseException:  # Ctrl-C, or the caller stopped: the worker goes too, now
+            proc.kill()
+            raise
         err = proc.stderr.read()
         if proc.wait() != 0:
             last = [ln for ln in err.strip().splitlines() if ln.strip()][-1:] or [""]
@@ -95,8 +106,8 @@ def run(ops=OPS, dtypes=DTYPES, sizes=None, *, quick=False, threads=None, min_ti
 
     sizes = tuple(sizes or (QUICK_SIZES if quick else DEFAULT_SIZES))
     threads = threads or leakyops.get_num_threads()
-    min_time = (0.03 if quick else 0.1) if min_time is None else min_time
-    rounds = (2 if quick else 3) if rounds is None else rounds
+    min_time = MIN_TIME[quick] if min_time is None else min_time
+    rounds = ROUNDS[quick] if rounds is None else rounds
     peers = tuple(peers or PEERS)
     cases = [case(op, dt, n) for op in ops for dt in dtypes for n in sizes]
     if extra:
@@ -273,8 +284,11 @@ def to_json(records) -> dict:
     }
 
 
-def plot(records, path) -> None:
-    """GB/s by size: one panel per operator (rows) and dtype (columns), one line per peer."""
+def plot(records, path, fmt: str | None = None) -> None:
+    """GB/s by size: one panel per operator (rows) and dtype (columns), one line per peer.
+
+    ``path`` is a file name or a binary file object; ``fmt`` the format (default: the name's suffix).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -319,5 +333,5 @@ def plot(records, path) -> None:
     fig.legend(handles, labels, loc="upper center", ncol=max(1, len(labels)), frameon=False,
                bbox_to_anchor=(0.5, top + 0.35 / fig.get_figheight()))
     fig.tight_layout(rect=(0, 0, 1, top))
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, format=fmt)
     plt.close(fig)
