@@ -20,9 +20,15 @@ NumPy type and rounding once:
   float64 → float16 conversion (NumPy converts double to half directly, correctly rounded).
 - ``float × float``, ``float ± float`` — NumPy's float32 arithmetic is IEEE 754 binary32 with
   one rounding (SSE on x86-64).
+- ``bfloat16`` (the register API of Ascend 950 only) — the product of two 8-bit significands is
+  exact in float64; a sum is exact in float64 unless the exponents differ by more than 45, and
+  then the smaller operand lies far below half an ulp of the larger, so the one rounding of the
+  float64 value to bfloat16 (by ``cast``'s exact rounding, not ml_dtypes' double → bfloat16
+  conversion, which goes through float32) gives the correctly rounded result either way.
 - ``max``/``min`` select an operand and round nothing. Signed zeros follow the vendor's Reg
   pages (``Max``/``Maxs``: max(-0, +0) = +0; ``Min``/``Mins``: min(-0, +0) = -0); a NaN operand
   gives NaN (the vendor documents this for ReduceMax/ReduceMin, the only statement it makes).
+- ``compare`` is IEEE 754: a NaN operand makes every mode false except ``ne``; ``-0 == +0``.
 - ``cast`` rounds the exact source value (every half, float, bfloat16 and int32 value is exact
   in float64) to the destination with integer arithmetic on a scaled significand, so every
   RoundMode is exact: ``rint`` (ties to even), ``round`` (ties away from zero), ``floor``,
@@ -37,7 +43,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-__all__ = ["ROUND_MODES", "add", "sub", "mul", "maximum", "minimum", "cast"]
+__all__ = ["ROUND_MODES", "COMPARE_MODES", "add", "sub", "mul", "maximum", "minimum", "compare",
+           "cast"]
 
 HALF = np.dtype(np.float16)
 FLOAT = np.dtype(np.float32)
@@ -49,6 +56,8 @@ _EXACT = {
     ("add", HALF): np.float64,
     ("mul", FLOAT): np.float32,   # IEEE binary32 arithmetic: already one rounding
     ("add", FLOAT): np.float32,
+    ("mul", BF16): np.float64,    # rounded to bfloat16 by _to_float (one exact rounding)
+    ("add", BF16): np.float64,
 }
 
 ROUND_MODES = ("none", "rint", "floor", "ceil", "round", "trunc", "odd")
@@ -56,8 +65,9 @@ ROUND_MODES = ("none", "rint", "floor", "ceil", "round", "trunc", "odd")
 
 def _check(a: np.ndarray, what: str) -> np.dtype:
     dt = np.asarray(a).dtype
-    if dt not in (HALF, FLOAT):
-        raise TypeError(f"_vector_math.{what}: operands must be float16 or float32, got {dt}")
+    if dt not in (HALF, FLOAT, BF16):
+        raise TypeError(f"_vector_math.{what}: operands must be float16 or float32 (bfloat16 for "
+                        f"the register API), got {dt}")
     return dt
 
 
@@ -71,6 +81,8 @@ def _binary(kind: str, a, b, negate_b: bool = False) -> np.ndarray:
         if negate_b:
             y = -y
         r = x * y if kind == "mul" else x + y
+        if dt == BF16:
+            return _to_float(r, BF16, "rint")
         return r.astype(dt)
 
 
@@ -93,6 +105,9 @@ def _select(a, b, take_max: bool) -> np.ndarray:
     a = np.asarray(a)
     dt = _check(a, "maximum" if take_max else "minimum")
     a, b = np.broadcast_arrays(a, np.asarray(b, dtype=dt))
+    if dt == BF16:   # through float32 (exact both ways): no ml_dtypes comparisons with NaN
+        r = _select(a.astype(FLOAT), b.astype(FLOAT), take_max)
+        return r.astype(BF16)
     with np.errstate(all="ignore"):
         r = np.maximum(a, b) if take_max else np.minimum(a, b)   # NaN propagates
         zeros = (a == 0) & (b == 0)
@@ -111,6 +126,24 @@ def maximum(a, b) -> np.ndarray:
 def minimum(a, b) -> np.ndarray:
     """Element-wise min: min(-0, +0) = -0; NaN if either operand is NaN."""
     return _select(a, b, False)
+
+
+COMPARE_MODES = ("eq", "ne", "gt", "ge", "lt", "le")
+
+
+def compare(a, b, mode: str) -> np.ndarray:
+    """Element-wise IEEE comparison ``a <mode> b`` as a bool array (``b`` may be a scalar of
+    a's type): NaN compares false in every mode but ``ne``; ``-0 == +0``. Integers compare
+    exactly (through int64, or uint64 for unsigned operands)."""
+    if mode not in COMPARE_MODES:
+        raise ValueError(f"compare: unknown mode {mode!r}; expected one of {COMPARE_MODES}")
+    a = np.asarray(a)
+    wide = np.uint64 if a.dtype.kind == "u" else np.int64 if a.dtype.kind in "ib" else np.float64
+    x = a.astype(wide)
+    y = np.asarray(b).astype(a.dtype).astype(wide)
+    with np.errstate(invalid="ignore"):
+        return {"eq": np.equal, "ne": np.not_equal, "gt": np.greater, "ge": np.greater_equal,
+                "lt": np.less, "le": np.less_equal}[mode](x, y)
 
 
 # --- Cast -------------------------------------------------------------------------------------
@@ -193,7 +226,27 @@ def _to_int(v: np.ndarray, dst: np.dtype, mode: str) -> np.ndarray:
     return out
 
 
-def cast(values, dst_dtype, mode: str = "none") -> np.ndarray:
+def _wrap_int(r: np.ndarray, dst: np.dtype) -> np.ndarray:
+    """Integral float64 values (exact) kept to ``dst``'s width: the lowest bits, two's
+    complement (e.g. 257 -> uint8 1, 32768 -> int16 -32768)."""
+    bits = 8 * dst.itemsize
+    m = np.fmod(r, 2.0 ** bits)                       # exact; sign of r
+    m = np.where(m < 0, m + 2.0 ** bits, m)          # [0, 2**bits)
+    if np.iinfo(dst).min < 0:
+        m = np.where(m >= 2.0 ** (bits - 1), m - 2.0 ** bits, m)
+    return m.astype(np.int64 if np.iinfo(dst).min < 0 else np.uint64).astype(dst)
+
+
+def _saturating_float(out: np.ndarray, src: np.ndarray, dst: np.dtype) -> np.ndarray:
+    """A float result in saturation mode: NaN -> 0, ±inf (inputs or overflow) -> ±max."""
+    big = _FLOAT_FORMATS[dst][2]
+    r = np.array(out, dtype=np.float64)
+    r = np.where(np.isnan(src), 0.0, r)
+    r = np.where(np.isinf(r), np.copysign(big, r), r)
+    return r.astype(dst)                              # exact: 0, ±max or the value itself
+
+
+def cast(values, dst_dtype, mode: str = "none", *, sat: bool | None = None) -> np.ndarray:
     """Convert ``values`` to ``dst_dtype`` with a RoundMode name (see :data:`ROUND_MODES`).
 
     Float destinations: the exact source value rounded once by ``mode`` (IEEE overflow rules,
@@ -201,20 +254,44 @@ def cast(values, dst_dtype, mode: str = "none") -> np.ndarray:
     Integer destinations: rounded to an integer by ``mode`` and saturated (NaN -> 0).
     Integer -> integer: saturated. Which pairs and modes a product allows is the caller's
     business.
+
+    ``sat`` selects the register API's saturation modes (Ascend 950 Cast page, table 4);
+    ``None`` keeps the behaviour above. ``sat=True``: a float result is NaN -> 0 and ±inf or
+    overflow -> ±max; integer results saturate as above. ``sat=False``: a float result follows
+    IEEE (as above); an integer result keeps the lowest bits of the rounded value (two's
+    complement wrap), ±inf -> the type's limits and NaN -> 0.
     """
     if mode not in ROUND_MODES:
         raise ValueError(f"cast: unknown round mode {mode!r}; expected one of {ROUND_MODES}")
     src = np.asarray(values)
     dst = np.dtype(dst_dtype)
     if src.dtype.kind in "iu" and dst.kind in "iu":
+        if sat is False:
+            return src.astype(dst)               # NumPy's integer casts keep the lowest bits
         info = np.iinfo(dst)
         return np.clip(src.astype(np.int64), info.min, info.max).astype(dst)
     with np.errstate(all="ignore"):
         v = src.astype(np.float64)               # exact for every supported source type
         if dst.kind in "iu":
+            if sat is False:
+                return _wrap_float_to_int(v, dst, mode)
             return _to_int(v, dst, mode)
         if dst == FLOAT and src.dtype == FLOAT:
             return _to_integral_float(v, mode)
         if dst not in _FLOAT_FORMATS:
             raise TypeError(f"cast: unsupported destination type {dst}")
-        return _to_float(v, dst, mode)
+        out = _to_float(v, dst, mode)
+        return _saturating_float(out, v, dst) if sat else out
+
+
+def _wrap_float_to_int(v: np.ndarray, dst: np.dtype, mode: str) -> np.ndarray:
+    """Non-saturating float -> integer: rounded by ``mode``, the lowest bits kept; ±inf -> the
+    type's limits, NaN -> 0 (Cast page, table 4)."""
+    info = np.iinfo(dst)
+    finite = np.isfinite(v)
+    r = _round_scaled(np.where(finite, v, 0.0), mode)
+    out = _wrap_int(r, dst)
+    out[np.isnan(v)] = 0
+    out[v == np.inf] = info.max
+    out[v == -np.inf] = info.min
+    return out
