@@ -21,10 +21,37 @@ Rules shared by every function:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, overload
+import os as _os
+import sys as _sys
 
-from . import _core
-from ._threads import get_num_threads, set_num_threads
+import _signal  # the C module: "signal" imports enum, a few hundredths of a second more
+
+
+def _interrupted_while_starting(signum, frame):  # pragma: no cover - ends the command's process
+    _os.write(2, b"leakyops: interrupted\n")
+    _os._exit(130)
+
+
+def _started_as_the_command() -> bool:
+    """Whether this process is the ``leakyops`` command: its script, or ``python -m leakyops``
+    (while the package is imported for ``-m``, ``sys.argv[0]`` is ``"-m"``)."""
+    if _sys.argv[:1] == ["-m"]:
+        argv = getattr(_sys, "orig_argv", [])
+        return any(a == "-mleakyops" or (a == "-m" and argv[i + 1:i + 2] == ["leakyops"])
+                   for i, a in enumerate(argv))
+    return _os.path.basename(_sys.argv[0]) in ("leakyops", "leakyops.exe", "leakyops-script.py")
+
+
+# The command starts by importing this package (numba: most of a second); Ctrl-C meanwhile ends
+# it with one line and exit status 130, as it does later (leakyops.cli takes over). Programs
+# that import leakyops are not affected.
+if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler and _started_as_the_command():
+    _signal.signal(_signal.SIGINT, _interrupted_while_starting)
+
+from typing import TYPE_CHECKING, Any, overload  # noqa: E402
+
+from . import _core  # noqa: E402
+from ._threads import get_num_threads, set_num_threads  # noqa: E402
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
