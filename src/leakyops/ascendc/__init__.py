@@ -39,6 +39,8 @@ from ._errors import (AscendCError, AscendCTypeError, ConstraintError, QueueErro
 from ._mask import (BinaryRepeatParams, GetMaskMode, ResetMask, SetMaskCount, SetMaskNorm,
                     SetVectorMask, UnaryRepeatParams)
 from ._pipe import LocalMemAllocator, TBuf, TPipe, TQue
+from ._reg import (CMPMODE, VECTOR_REG_WIDTH, VL, CeilDivision, GetVecLen, Ref, Reg, UbufPtr,
+                   __VEC_SCOPE__, asc_vf_call)
 from ._sync import (EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6,
                     EVENT_ID7, PIPE_ALL, PIPE_FIX, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3,
                     PIPE_S, PIPE_V, HardEvent, InitSocState, PipeBarrier, SetFlag, WaitFlag,
@@ -69,6 +71,9 @@ __all__ = [
     "FULL_MASK",
     # launching
     "launch", "GetBlockIdx", "GetBlockNum", "InitSocState",
+    # Ascend 950: the register-based vector API (AscendC::Reg)
+    "Reg", "__VEC_SCOPE__", "asc_vf_call", "UbufPtr", "Ref", "CMPMODE", "VL", "VECTOR_REG_WIDTH",
+    "GetVecLen", "CeilDivision",
     # types and constants
     "half", "float32", "bfloat16_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t",
     "uint32_t", "int64_t", "uint64_t", "ONE_BLK_SIZE", "ONE_REPEAT_BYTE_SIZE", "DEFAULT_BLK_NUM",
