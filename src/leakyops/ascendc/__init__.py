@@ -32,8 +32,13 @@ scalar in the tensor's type), the other instructions are ``leakyops._vector_math
 
 from ._aicore import (DEFAULT_UB_SIZE, AICore, GetBlockIdx, GetBlockNum, UnifiedBuffer,
                       current_core, launch)
+from ._dag import Bind, DAGSch, Elems, MemLevel, MemOptCfg, Placeholder, Vec
 from ._datacopy import (DataCopy, DataCopyExtParams, DataCopyPad, DataCopyPadExtParams,
                         DataCopyParams)
+from ._elewise import (ASCEND950_CORE_NUM, ASCEND950_UB_SIZE, GET_TPL_TILING_KEY, GRAPH_FAILED,
+                       GRAPH_SUCCESS, BroadcastBaseTiling, BroadcastSch, CoreMemType,
+                       EleBaseTilingData24B, EleBaseTilingData32B, ElementwiseSchWithScalar,
+                       ElewiseBaseTiling, EnsureNotScalar, PlatformAscendC, TilingContext)
 from ._errors import (AscendCError, AscendCTypeError, ConstraintError, QueueError,
                       UnifiedBufferOverflowError)
 from ._mask import (BinaryRepeatParams, GetMaskMode, ResetMask, SetMaskCount, SetMaskNorm,
@@ -74,6 +79,12 @@ __all__ = [
     # Ascend 950: the register-based vector API (AscendC::Reg)
     "Reg", "__VEC_SCOPE__", "asc_vf_call", "UbufPtr", "Ref", "CMPMODE", "VL", "VECTOR_REG_WIDTH",
     "GetVecLen", "CeilDivision",
+    # ATVOSS: the elementwise DAG, its schedulers and host tilings
+    "Bind", "Elems", "DAGSch", "MemOptCfg", "MemLevel", "Placeholder", "Vec",
+    "ElementwiseSchWithScalar", "BroadcastSch", "ElewiseBaseTiling", "BroadcastBaseTiling",
+    "EleBaseTilingData24B", "EleBaseTilingData32B", "TilingContext", "PlatformAscendC",
+    "CoreMemType", "EnsureNotScalar", "GET_TPL_TILING_KEY", "GRAPH_SUCCESS", "GRAPH_FAILED",
+    "ASCEND950_CORE_NUM", "ASCEND950_UB_SIZE",
     # types and constants
     "half", "float32", "bfloat16_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t",
     "uint32_t", "int64_t", "uint64_t", "ONE_BLK_SIZE", "ONE_REPEAT_BYTE_SIZE", "DEFAULT_BLK_NUM",

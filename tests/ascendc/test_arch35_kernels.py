@@ -1,0 +1,246 @@
+"""ops-nn's Ascend 950 kernels as written (``examples/ascendc/leaky_relu_arch35.py`` and
+``prelu_grad_update_arch35.py``: register API compute structs in ATVOSS DAGs, with their host
+tilings) for float32, float16 and bfloat16, from one element to several UB tiles, odd sizes and
+the block counts the tilings pick: LeakyRelu gives the core's result bit for bit, PReluGradUpdate
+gives ``dx`` bit for bit and ``update`` as the device computes it (``x * dy`` rounded once to
+the tensor's type, 0 where ``x > 0``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from _ascendc_testutil import same_bits
+
+from leakyops import _core
+from leakyops import _vector_math as vm
+from leakyops import ascendc as ac
+
+_EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ascendc"
+BF16 = np.dtype(ml_dtypes.bfloat16)
+DTYPES = [pytest.param(np.dtype(np.float16), id="half"), pytest.param(BF16, id="bf16"),
+          pytest.param(np.dtype(np.float32), id="float")]
+SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 3.0, -3.0, 65504.0, -1e30]
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"{name}_example", _EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def lrelu():
+    yield _load("leaky_relu_arch35")
+    sys.modules.pop("leaky_relu_arch35_example", None)
+
+
+@pytest.fixture(scope="module")
+def prelu():
+    yield _load("prelu_grad_update_arch35")
+    sys.modules.pop("prelu_grad_update_arch35_example", None)
+
+
+def _data(shape, dtype, seed, special=True):
+    x = (np.random.default_rng(seed).standard_normal(shape) * 8).astype(np.float32).astype(dtype)
+    if special and x.size:
+        flat = x.reshape(-1)
+        k = min(flat.size, len(SPECIAL))
+        with np.errstate(over="ignore"):      # -1e30 is -inf in half
+            flat[:k] = np.array(SPECIAL[:k], np.float32).astype(dtype)
+    return x
+
+
+def _assert_bits(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    f32 = got.astype(np.float32)
+    nan = np.isnan(want.astype(np.float32))
+    assert np.array_equal(np.isnan(f32), nan)
+    assert same_bits(got[~nan], want[~nan])
+
+
+# --------------------------------------------------------------------------------- LeakyRelu
+def _elewise_blocks(n, bits, core_num):
+    """ElewiseTiling's core count and block factor, written out: a core per 4 KiB of the
+    narrowest type, the block factor rounded up to 512 elements."""
+    cores = min(-(-(n * bits) // 32768), core_num)
+    block_former = -(-(-(-n // cores)) // 512) * 512
+    return cores, block_former, -(-n // block_former)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (63,), (64,), (65,), (129,), (3, 5, 7), (2, 1000)],
+                         ids=lambda s: "x".join(map(str, s)) or "scalar")
+def test_leaky_relu_matches_the_core(lrelu, dtype, shape):
+    x = _data(shape, dtype, 1)
+    for slope in (0.01, -2.5):
+        y, ctx = lrelu.run(x, slope)
+        _assert_bits(y, _core.leaky_relu_impl(x, slope, compare=">", slope_dtype=np.float32))
+    assert ctx.block_dim == _elewise_blocks(max(x.size, 1), 8 * dtype.itemsize, 64)[2]
+    assert ctx.tiling_key[0] == 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_leaky_relu_odd_slopes(lrelu, dtype):
+    x = _data((300,), dtype, 2)
+    for slope in (0.0, np.inf, np.nan, 1e-45, 3.0e38):
+        y, _ = lrelu.run(x, slope)
+        _assert_bits(y, _core.leaky_relu_impl(x, slope, compare=">", slope_dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,core_num,ub_size", [(5000, 1, 8192), (4099, 3, 8192), (1537, 64, 4096)])
+def test_leaky_relu_tiles_and_blocks(lrelu, dtype, n, core_num, ub_size):
+    # a small UB makes several tiles per block; the block factor is aligned to 512 elements
+    x = _data((n,), dtype, 3)
+    y, ctx = lrelu.run(x, 0.2, core_num=core_num, ub_size=ub_size)
+    _assert_bits(y, _core.leaky_relu_impl(x, 0.2, compare=">", slope_dtype=np.float32))
+    bits = 8 * dtype.itemsize
+    cores, block_former, blocks = _elewise_blocks(n, bits, core_num)
+    assert ctx.block_dim == blocks and ctx.tiling_data.coreNum == cores
+    ub_former = ctx.tiling_data.ubFormer
+    assert ub_former == ub_size * 8 // (4 * bits) // (2048 // bits) * (2048 // bits)
+    assert -(-min(block_former, n) // ub_former) > 1          # several UB tiles per block
+
+
+@pytest.mark.parametrize("n", [512 * k + r for k in range(1, 9) for r in (0, 1, 511)])
+def test_leaky_relu_every_block_count(lrelu, n):
+    # float32 with 8 cores: 1 to 8 blocks as the size grows; block order does not matter
+    x = _data((n,), np.dtype(np.float32), n)
+    want = _core.leaky_relu_impl(x, 0.05, compare=">", slope_dtype=np.float32)
+    y, ctx = lrelu.run(x, 0.05, core_num=8, ub_size=16384)
+    _assert_bits(y, want)
+    blocks = ctx.block_dim
+    if blocks > 1:
+        y2, _ = lrelu.run(x, 0.05, core_num=8, ub_size=16384, block_order=range(blocks)[::-1])
+        _assert_bits(y2, want)
+
+
+def test_leaky_relu_block_counts_seen(lrelu):
+    seen = {lrelu.run(np.ones(n, np.float32), 0.1, core_num=8, ub_size=16384)[1].block_dim
+            for n in [512 * k + 1 for k in range(1, 16)]}
+    assert seen == set(range(1, 9))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_leaky_relu_at_the_real_ub_size(lrelu, dtype):
+    # the platform's UB (tiles of 31744 halves / 15872 floats) on one core: three tiles
+    x = _data((80_001,), dtype, 4)
+    y, ctx = lrelu.run(x, 0.01, core_num=1)
+    _assert_bits(y, _core.leaky_relu_impl(x, 0.01, compare=">", slope_dtype=np.float32))
+    assert ctx.block_dim == 1
+
+
+def test_leaky_relu_host_checks(lrelu):
+    with pytest.raises(ValueError, match="The dtype of x must be DT_FLOAT16, DT_BF16, or DT_FLOAT"):
+        lrelu.run(np.ones(8, np.float64), 0.1)
+    ctx = ac.TilingContext([((4,), np.float32)], [((5,), np.float32)], (np.float32(0.1),))
+    assert lrelu.TilingForLeakyRelu(ctx) == ac.GRAPH_FAILED and "must be the same" in ctx.errors[0]
+    y, ctx = lrelu.run(np.ones((0, 3), np.float16), 0.1)
+    assert y.shape == (0, 3) and ctx is None
+
+
+# --------------------------------------------------------------------------- PReluGradUpdate
+def _update_reference(g, x):
+    """The device's update: 0 where x > 0 (IEEE), else x * dy rounded once to T."""
+    exact = g.astype(np.float64) * x.astype(np.float64)      # exact: two T significands
+    with np.errstate(invalid="ignore"):
+        rounded = vm.cast(exact, x.dtype, "rint").reshape(x.shape)
+    return np.where(x.astype(np.float64) > 0, np.zeros((), x.dtype), rounded).astype(x.dtype)
+
+
+def _prelu_check(prelu, g, x, w, **kw):
+    dx, update, ctx = prelu.run(g, x, w, **kw)
+    flat_w = w.reshape(-1)
+    axis = 1 if (flat_w.size != 1 and x.ndim > 1) else -1
+    gi, _ = _core.prelu_backward_impl(g, x, flat_w if flat_w.size != 1 else flat_w.reshape(()), axis)
+    _assert_bits(dx, gi)
+    _assert_bits(update, _update_reference(np.broadcast_to(g, x.shape), x))
+    return ctx
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,wn", [((3, 5), 5), ((4, 8, 33), 8), ((2, 3, 4, 5), 3), ((2, 16, 64), 16),
+                                      ((1000,), 1), ((2, 3, 4, 5), 1), ((), 1), ((1,), 1), ((5, 1, 7), 1)],
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_prelu_grad_update_matches(prelu, dtype, shape, wn):
+    x = _data(shape, dtype, 5)
+    g = _data(shape, dtype, 6, special=False)
+    w = _data((wn,), dtype, 7, special=False)
+    ctx = _prelu_check(prelu, g, x, w)
+    assert ctx.tiling_key[0] in (1, 2, 103, 201)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_prelu_grad_update_broadcast_grads(prelu, dtype):
+    # gradOutput broadcast to self: (1, C, 1) against (N, C, L)
+    x = _data((3, 4, 10), dtype, 8)
+    g = _data((1, 4, 1), dtype, 9, special=False)
+    _prelu_check(prelu, g, x, _data((4,), dtype, 10, special=False))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,wn,core_num,ub_size", [((4, 8, 100), 8, 3, 16384), ((6, 16, 48), 16, 64, 8192),
+                                                       ((3000,), 1, 2, 8192), ((7, 5, 60), 1, 4, 4096)])
+def test_prelu_grad_update_tiles_and_blocks(prelu, dtype, shape, wn, core_num, ub_size):
+    x = _data(shape, dtype, 11)
+    g = _data(shape, dtype, 12, special=False)
+    ctx = _prelu_check(prelu, g, x, _data((wn,), dtype, 13, special=False), core_num=core_num, ub_size=ub_size)
+    t = ctx.tiling_data
+    tiles = (t.dimProductBeforeUbInner if hasattr(t, "dimProductBeforeUbInner")
+             else -(-x.size // t.ubFormer))
+    assert tiles > 1 and 1 <= ctx.block_dim <= core_num
+
+
+def test_prelu_grad_update_block_order(prelu):
+    x = _data((6, 16, 48), np.dtype(np.float32), 14)
+    g = _data((6, 16, 48), np.dtype(np.float32), 15)
+    w = _data((16,), np.dtype(np.float32), 16)
+    a = prelu.run(g, x, w, core_num=5, ub_size=8192)
+    b = prelu.run(g, x, w, core_num=5, ub_size=8192, block_order=range(a[2].block_dim)[::-1])
+    assert a[2].block_dim > 1
+    _assert_bits(a[0], b[0])
+    _assert_bits(a[1], b[1])
+
+
+def test_prelu_grad_update_host_checks(prelu):
+    f = np.ones((2, 3), np.float32)
+    with pytest.raises(ValueError, match="weight shape size must be 1 or features dim1 size"):
+        prelu.run(f, f, np.ones(4, np.float32))
+    with pytest.raises(ValueError, match="dtype allow"):
+        prelu.run(f.astype(np.float64), f.astype(np.float64), np.ones(3))
+    ctx = ac.TilingContext([((2, 3), np.float32), ((2, 3), np.float16), ((3,), np.float32)],
+                           [((2, 3), np.float32)] * 2)
+    assert prelu.Tiling4PReluGradUpdate(ctx) == ac.GRAPH_FAILED
+    assert "dtype are not the same" in ctx.errors[0]
+
+
+# ----------------------------------------------------------------------------- the schedulers
+def test_scheduler_rules(lrelu, prelu, core):
+    dag = lrelu.LeakyReluDag(np.float16).OpDag
+    data = ac.EleBaseTilingData24B(dim0=100, coreNum=1, ubFormer=128)
+    sch = ac.ElementwiseSchWithScalar[ac.EleBaseTilingData24B, 1, dag](data)
+    with pytest.raises(ac.AscendCTypeError, match="args num should match DAG holders"):
+        sch.Init(np.ones(100, np.float16))
+    with pytest.raises(ac.ConstraintError, match="call Init first"):
+        sch.Process()
+    with pytest.raises(ac.AscendCTypeError, match="expected EleBaseTilingData24B"):
+        ac.ElementwiseSchWithScalar[ac.EleBaseTilingData24B, 1, dag](ac.EleBaseTilingData32B())
+    # a UB factor the UB cannot hold: the tile buffers would run past its end
+    big = ac.EleBaseTilingData24B(dim0=10**6, coreNum=1, ubFormer=10**6)
+    with pytest.raises(ac.ConstraintError, match="past the .*Unified Buffer"):
+        ac.ElementwiseSchWithScalar[ac.EleBaseTilingData24B, 1, dag](big).Init(
+            np.ones(10**6, np.float16), np.ones(10**6, np.float16))
+    # a broadcast tiling sized for fewer buffers than a tile needs
+    pdag = prelu.PReluGradUpdateDAG(np.float32).OpDag
+    one = ac.BroadcastSch[201, pdag](ac._elewise.BroadcastOneDimTilingData(
+        blockNum=1, ubFormer=64, ubTail=64, blockFormer=1, blockTail=1, bufferNum=3))
+    args = [np.ones(64, np.float32) for _ in range(5)]
+    with pytest.raises(ac.ConstraintError, match="needs 4 live buffers but the tiling sized"):
+        one.Process(*args)
