@@ -294,11 +294,14 @@ class AtomicFiles:
 
     def commit(self) -> None:
         """Rename every file into place and do the removals, in order, with Ctrl-C deferred."""
-        check_interrupt()
         unwritten = [str(t) for t, (_, fd, _) in self._temps.items() if fd is not None]
-        if unwritten:
+        try:
+            check_interrupt()  # Ctrl-C came and was lost on its way: nothing is committed
+            if unwritten:
+                raise RuntimeError(f"AtomicFiles: reserved but not written: {', '.join(unwritten)}")
+        except BaseException:
             self.discard()
-            raise RuntimeError(f"AtomicFiles: reserved but not written: {', '.join(unwritten)}")
+            raise
         with _interrupts_deferred():
             try:
                 dirs = set()

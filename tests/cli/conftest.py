@@ -7,7 +7,7 @@ import sys
 import pytest
 
 
-def run_cli(*args, cwd=None, env=None, timeout=300):
+def run_cli(*args, cwd=None, env=None, timeout=300, preexec_fn=None):
     """Run ``python -m leakyops ARGS``; returns the CompletedProcess (text mode)."""
     full_env = dict(os.environ)
     full_env.pop("LEAKYOPS_DEBUG", None)
@@ -16,6 +16,7 @@ def run_cli(*args, cwd=None, env=None, timeout=300):
     return subprocess.run(
         [sys.executable, "-m", "leakyops", *map(str, args)],
         check=False, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout,
+        preexec_fn=preexec_fn,
     )
 
 
