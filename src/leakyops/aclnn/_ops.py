@@ -3,7 +3,8 @@
 The checks follow ops-nn's L2 sources (``aclnn_leaky_relu.cpp``,
 ``aclnn_leaky_relu_backward.cpp``, ``aclnn_prelu.cpp``, ``aclnn_prelu_backward.cpp``); see
 ``docs/aclnn.md`` for the list. Computation is delegated to ``leakyops._core`` with
-``compare=">"``; this module only checks, builds views and copies/casts memory.
+``compare=">"``; this module only checks, builds views and copies/casts memory. With the
+``Ascend950`` profile, PreluBackward's ``gradWeight`` is the 950 pipeline's (``_ascend950``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from . import _ascend950
 from ._objects import aclScalar, aclTensor
 from ._runtime import (DevicePtr, _TaskFailed, aclrtStream, get_prelu_backward_rule,
                        get_soc_version, resolve_stream)
@@ -490,6 +492,9 @@ def aclnnPreluBackwardGetWorkspaceSize(gradOutput: aclTensor | None, self: aclTe
             axis = 1 if (wnum != 1 and v["self"].ndim > 1) else -1
             gi, gw = _run_core_as_task(fname, _core.prelu_backward_impl, v["gradOutput"],
                                        v["self"], w, axis, compare=">", fname=op)
+            if soc == "Ascend950":  # PReluGradUpdate + PReluGradReduce: update rounded to T
+                gw = _run_core_as_task(fname, _ascend950.prelu_grad_weight, v["gradOutput"],
+                                       v["self"], wnum != 1)
             # stage through the workspace, then ViewCopy into the outputs
             tmp_gi = _scratch(workspace, gi.shape, dt)
             tmp_gw = _scratch(workspace, (wnum,), dt, _ws_bytes((self.numel(), dt)))
