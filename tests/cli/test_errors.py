@@ -132,3 +132,69 @@ def test_incomplete_golden_directory(case, tmp_path, cli_inproc, check_error):
     (d / "grad_weight.bin").unlink()
     res = cli_inproc("verify", d, case / "grad_input.bin", case / "grad_weight.bin")
     check_error(res, 2, "golden", "the golden directory is incomplete")
+
+
+# --- issue 27, items 5-8 and 10: each option checked before any work, one line naming it
+
+
+@pytest.mark.parametrize("args,line", [
+    (["bench", "--json", "{tmp}/nodir/x.json"],
+     "leakyops bench: error: cannot write --json {tmp}/nodir/x.json: no such directory {tmp}/nodir"),
+    (["bench", "--plot", "{tmp}/nodir/x.png"],
+     "leakyops bench: error: cannot write --plot {tmp}/nodir/x.png: no such directory {tmp}/nodir"),
+    (["bench", "--plot", "{tmp}/out.xyz"], "leakyops bench: error: --plot {tmp}/out.xyz: format 'xyz' is not supported;"
+                                           " give a name ending in ."),
+    (["bench", "--plot", "{tmp}/out"], "leakyops bench: error: --plot {tmp}/out: no format in the name;"),
+    (["bench", "--min-time", "-1"], "leakyops bench: error: argument --min-time: bad time '-1': give a number of"
+                                    " seconds > 0"),
+    (["bench", "--min-time", "0"], "argument --min-time: bad time '0'"),
+    (["bench", "--min-time", "nan"], "argument --min-time: bad time 'nan'"),
+    (["bench", "--sizes", "1.5"], "argument --sizes: bad sizes '1.5': give whole numbers >= 1"),
+    (["bench", "--sizes", "1e3,0"], "argument --sizes: bad sizes '1e3,0'"),
+    (["bench", "--sizes", "1e12"], "leakyops bench: error: --sizes: the largest case needs 21.8 TiB of arrays, more"
+                                   " than this machine's"),
+    (["bench", "--threads", "1000"], "argument --threads: bad thread count '1000': give 1 to"),
+    (["bench", "--rounds", "0"], "argument --rounds: bad value '0': give an integer >= 1"),
+    (["demo", "--speed-size", "0"], "leakyops demo: error: argument --speed-size: bad count '0': give a whole"
+                                    " number >= 1"),
+    (["demo", "--speed-size", "-1"], "argument --speed-size: bad count '-1'"),
+    (["demo", "--speed-size", "1e6.5"], "argument --speed-size: bad count '1e6.5'"),
+    (["demo", "--speed-size", "1e13"], "leakyops demo: error: --speed-size: the largest case needs"),
+    (["golden", "prelu", "--shape", "2,3", "--dtype", "float64", "--semantics", "aclnn", "-o", "{tmp}/o"],
+     "leakyops golden: error: --semantics aclnn: aclnnPrelu/aclnnPreluBackward take float16, bfloat16 and"
+     " float32 only (float64 is refused with 161002"),
+    (["golden", "prelu_backward", "--shape", "2,3", "--dtype", "f64", "--semantics", "aclnn", "-o", "{tmp}/o"],
+     "take float16, bfloat16 and float32 only"),
+    (["golden", "leaky_relu", "--shape", "4", "--sede", "3", "-o", "{tmp}/o"],
+     "leakyops golden: error: unrecognized option --sede; did you mean --seed? (see 'leakyops golden --help')"),
+    (["verify", "{tmp}", "--jsn"],
+     "leakyops verify: error: unrecognized option --jsn; did you mean --json? (see 'leakyops verify --help')"),
+    (["bench", "--min-tme", "1"], "leakyops bench: error: unrecognized option --min-tme; did you mean --min-time?"),
+    (["run", "leaky_relu", "x.npy", "-o", "y.npy", "--frobnicate"], "leakyops run: error: unrecognized option"
+                                                                     " --frobnicate (see 'leakyops run --help')"),
+    (["golden", "leaky_relu", "--shape", "4", "-o", "{tmp}/o", "stray"],
+     "leakyops golden: error: unexpected argument 'stray'"),
+    (["goldn", "leaky_relu"], "invalid choice: 'goldn' (choose from "),
+    (["golden", "leaky_reluu", "--shape", "4", "-o", "{tmp}/o"], "; did you mean leaky_relu? (see 'leakyops golden"),
+    (["verify", "{tmp}", "y.bin", "--standard", "exakt"], "; did you mean exact?"),
+])
+def test_options_are_checked_before_any_work(args, line, tmp_path, cli_inproc, check_error):
+    res = cli_inproc(*[a.format(tmp=tmp_path) for a in args])
+    got = check_error(res, 2)
+    assert line.format(tmp=tmp_path) in got, got
+    assert res.stdout == ""  # no table, no check ran, nothing reported
+    assert list(tmp_path.iterdir()) == []  # nothing written, no directory made
+
+
+def test_goldn_suggests_the_subcommand(cli_inproc, check_error):
+    got = check_error(cli_inproc("goldn"), 2)
+    assert got.endswith("; did you mean golden? (see 'leakyops --help')"), got
+
+
+def test_the_same_counts_are_accepted_by_bench_and_demo():
+    from leakyops import cli
+
+    parser = cli.build_parser()
+    assert parser.parse_args(["demo", "--speed-size", "1e6"]).speed_size == 1_000_000
+    assert parser.parse_args(["bench", "--sizes", "1e6,4194304,2.5e3"]).sizes == (1_000_000, 4_194_304, 2_500)
+    assert parser.parse_args(["bench", "--threads", "1", "--min-time", "1e-3"]).min_time == 0.001

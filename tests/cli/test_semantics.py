@@ -248,3 +248,26 @@ def test_semantics_errors(args, fragment, tmp_path, cli_inproc, check_error):
     res = cli_inproc(*args, "-o", tmp_path / "o")
     check_error(res, 2, fragment)
     assert not (tmp_path / "o").exists()  # nothing written
+
+
+def test_aclnn_prelu_dtypes_are_the_front_ends_support_lists():
+    """golden --semantics aclnn refuses for prelu* what leakyops.aclnn refuses on every SoC."""
+    from leakyops import _cli_ops
+    from leakyops._verify import dtype_name
+    from leakyops.aclnn import _ops, _status
+
+    taken = {dtype_name(_status.NP_DTYPES[t]) for support in _ops._PRELU_TENSOR.values() for t in support}
+    assert set(_cli_ops._ACLNN_PRELU_DTYPES) == taken
+
+
+def test_recorded_rules_fit_the_operator(tmp_path, cli_inproc):
+    import json
+
+    for op, shape, fragment in (("prelu", "2,3", "the weight in x's dtype"),
+                                ("leaky_relu", "4", "the slope converted to float32")):
+        case = tmp_path / op
+        assert cli_inproc("golden", op, "--shape", shape, "--semantics", "aclnn", "-q", "-o", case).returncode == 0
+        rules = json.loads((case / "case.json").read_text())["semantics_rules"]
+        assert fragment in rules, rules
+        res = cli_inproc("verify", case, case / "y.bin")
+        assert f"semantics: aclnn ({rules})" in res.stdout
