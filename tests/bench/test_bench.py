@@ -143,3 +143,23 @@ def test_markdown_rows_carry_the_times_ratio_and_share():
     assert lines[2] == ("| `leaky_relu` | float32 | 10,000 | 2.0 | 3.0 | 2.5 | – | 1.6 | 40.0 "
                         "| **1.25** | onednn | 0.80 |")
     assert lines[3] == "| `prelu` | float32 | 10,000 | 4.0 | 2.0 | – | – | – | 20.0 | 0.50 | torch | – |"
+
+
+def test_the_demos_copy_ceiling_states_the_threads_that_ran():
+    """The demo's speed line: the benchmark's peers and timer, and the thread count each ran on
+    (one below the size from which a call is split across threads)."""
+    import leakyops
+    from leakyops._bench import _ceiling
+    from leakyops._config import PARALLEL_MIN_BYTES
+
+    small = _ceiling.against_copy("leaky_relu", "float32", 1000, rounds=2, min_time=0.001)
+    assert small["bytes"] == 8000
+    assert {name: p["threads"] for name, p in small["peers"].items()} == \
+        {"leakyops": 1, "copy-numpy": 1, "copy-leakyops": 1}
+    assert all(len(p["seconds"]) == 2 and min(p["seconds"]) > 0 for p in small["peers"].values())
+    n = 4 * PARALLEL_MIN_BYTES // 4
+    with leakyops.thread_limit(2):
+        large = _ceiling.against_copy("leaky_relu", "float32", n, rounds=1, min_time=0.001)
+    ran = min(2, os.cpu_count() or 1)
+    assert {name: p["threads"] for name, p in large["peers"].items()} == \
+        {"leakyops": ran, "copy-numpy": 1, "copy-leakyops": ran}

@@ -345,6 +345,19 @@ def test_progress_on_a_terminal_only(tmp_path, cli):
     assert status == 0 and term == ""
 
 
+def test_bench_progress_on_a_terminal_only():
+    """(On a pipe there is none: tests/bench/test_bench.py.)"""
+    args = ["bench", "--sizes", "1000,2000", "--ops", "leaky_relu", "--dtypes", "float32", "--peers",
+            "leakyops,copy-numpy", "--rounds", "1", "--min-time", "0.001"]
+    status, out, term = _run_on_pty(args, {"LEAKYOPS_PROGRESS_AFTER": "0"})
+    assert status == 0 and "x copy" in out
+    # 2 sizes x 2 peers + 1 allocating leakyops call: 5 timings, counted to the end
+    assert "leakyops bench: " in term and "5 of 5 timings" in term and term.endswith("\r")
+    assert "about" in term and "left)" in term  # the time left, once a share is done
+    status, out, term = _run_on_pty([*args, "--no-progress"], {"LEAKYOPS_PROGRESS_AFTER": "0"})
+    assert status == 0 and term == ""
+
+
 # --- memory: verify streams
 
 
