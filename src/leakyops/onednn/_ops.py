@@ -12,12 +12,13 @@ from __future__ import annotations
 import enum
 import math
 import numbers
+import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from .. import _core
+from .. import _core, _cpu
 from ._errors import Error, Status, fail
 
 
@@ -297,15 +298,84 @@ _FLUSHING = {"avx2_vnni_2", "avx512_core_bf16", "avx512_core_fp16", "avx512_core
 _NEEDS = {"bf16": ("avx2_vnni_2", "avx512_core"), "f16": ("avx2_vnni_2", "avx512_core_fp16")}
 
 
-def isa_name(isa: str | None) -> str | None:
-    """A checked instruction-set name (``ONEDNN_MAX_CPU_ISA`` spelling, any case) or None."""
+#: oneDNN 3.2's instruction sets as sets of its feature bits (``cpu_isa_t`` in
+#: ``cpu_isa_traits.hpp``): ``ONEDNN_MAX_CPU_ISA`` allows an instruction set when its bits are a
+#: subset of the cap's, so AVX2_VNNI is not below AVX512_CORE.
+_ISA_BITS: dict[str, frozenset[str]] = {}
+for _name, _base, _bits in (
+        ("sse41", None, {"sse41"}), ("avx", "sse41", {"avx"}), ("avx2", "avx", {"avx2"}),
+        ("avx2_vnni", "avx2", {"vex_vnni"}), ("avx2_vnni_2", "avx2_vnni", {"vex_vnni_2"}),
+        ("avx512_core", "avx2", {"evex_core"}), ("avx512_core_vnni", "avx512_core", {"evex_vnni"}),
+        ("avx512_core_bf16", "avx512_core_vnni", {"evex_bf16"}),
+        ("avx512_core_fp16", "avx512_core_bf16", {"evex_fp16", "vex_vnni"}),
+        ("avx512_core_amx", "avx512_core_fp16", {"amx_tile", "amx_int8", "amx_bf16"}),
+        ("avx512_core_amx_fp16", "avx512_core_amx", {"amx_fp16"})):
+    _ISA_BITS[_name] = frozenset(_bits) | (_ISA_BITS[_base] if _base else frozenset())
+
+#: The CPU features (LLVM's names) oneDNN 3.2 asks for each instruction set (``mayiuse``).
+_ISA_NEEDS: dict[str, frozenset[str]] = {}
+for _name, _base, _needs in (
+        ("sse41", None, {"sse4.1"}), ("avx", None, {"avx"}), ("avx2", None, {"avx2"}),
+        ("avx2_vnni", "avx2", {"avxvnni"}),
+        ("avx2_vnni_2", "avx2_vnni", {"avxvnniint8", "avxneconvert"}),
+        ("avx512_core", None, {"avx512f", "avx512bw", "avx512vl", "avx512dq"}),
+        ("avx512_core_vnni", "avx512_core", {"avx512vnni"}),
+        ("avx512_core_bf16", "avx512_core_vnni", {"avx512bf16"}),
+        ("avx512_core_fp16", "avx512_core_bf16", {"avx512fp16", "avxvnni"}),
+        ("avx512_core_amx", "avx512_core_fp16", {"amx-tile", "amx-int8", "amx-bf16"}),
+        ("avx512_core_amx_fp16", "avx512_core_amx", {"amx-fp16"})):
+    _ISA_NEEDS[_name] = frozenset(_needs) | (_ISA_NEEDS[_base] if _base else frozenset())
+del _name, _base, _bits, _needs
+
+#: The environment variable that sets the instruction set of an ``Engine()`` made without one.
+ISA_ENV = "LEAKYOPS_ONEDNN_ISA"
+
+
+def _library_cap() -> str | None:
+    """oneDNN's ``ONEDNN_MAX_CPU_ISA`` (or ``DNNL_MAX_CPU_ISA``), as the library reads it: any
+    case; ``default`` and names it does not know mean no cap."""
+    raw = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or ""
+    name = raw.strip().lower()
+    return name if name in _ISA_BITS else None
+
+
+def host_isa(features: frozenset[str] | None = None) -> str:
+    """The instruction set oneDNN 3.2 dispatches for on this CPU (``dnnl_get_effective_cpu_isa``):
+    the best one whose features the CPU has (``features``: LLVM's names, default the host's,
+    :func:`leakyops._cpu.host_features`) and, under ``ONEDNN_MAX_CPU_ISA``, that the cap
+    allows. ``unimplemented`` on a CPU without SSE4.1, where oneDNN has no kernels at all."""
+    have = _cpu.host_features() if features is None else features
+    cap = _library_cap()
+    for name in reversed(_ISAS):
+        if _ISA_NEEDS[name] <= have and (cap is None or _ISA_BITS[name] <= _ISA_BITS[cap]):
+            return name
+    fail(Status.unimplemented,
+         "isa='host': this CPU has no SSE4.1, and oneDNN 3.2 has no kernels without it "
+         f"(CPU features found: {', '.join(sorted(have)) or 'none'})")
+
+
+def isa_name(isa: str | None, *, source: str = "isa") -> str | None:
+    """A checked instruction-set name (``ONEDNN_MAX_CPU_ISA`` spelling, any case), ``"host"``
+    (this CPU's, :func:`host_isa`) or None. ``source`` names where the value came from."""
     if isa is None:
         return None
-    name = str(isa).lower()
+    if not isinstance(isa, str):
+        fail(Status.invalid_arguments, f"{source} must be a string, got {isa!r}")
+    name = isa.strip().lower()
+    if name == "host":
+        return host_isa()
     if name not in _ISAS:
         fail(Status.invalid_arguments,
-             f"unknown instruction set {isa!r}; one of {', '.join(i.upper() for i in _ISAS)}")
+             f"{source}: unknown instruction set {isa!r}; one of HOST, "
+             f"{', '.join(i.upper() for i in _ISAS)}")
     return name
+
+
+def default_isa() -> str | None:
+    """The instruction set of an ``Engine()`` made without one: ``$LEAKYOPS_ONEDNN_ISA`` if set
+    (a name or ``host``), else None (the model's fixed default)."""
+    raw = os.environ.get(ISA_ENV, "")
+    return isa_name(raw, source=f"${ISA_ENV}") if raw.strip() else None
 
 
 def flushes_bf16(isa: str | None) -> bool:
@@ -403,10 +473,12 @@ def check_library_limits(kind, attrs, ins, outs) -> None:
             fail(Status.invalid_arguments,
                  f"PReLUBackward: diff_dst has shape {ins[2].dims} but src has shape "
                  f"{src.dims} (the library aborts here)")
-        if not (tuple(src.strides) == tuple(ins[2].strides) == tuple(outs[0].strides)):
+        if tuple(src.strides) != tuple(ins[2].strides):
+            # (diff_src and diff_slope may have any layout: the backend writes them through a
+            # reorder from the primitive's own)
             fail(Status.unimplemented,
-                 f"PReLUBackward: src, diff_dst and diff_src must have one layout, got strides "
-                 f"{src.strides}, {ins[2].strides}, {outs[0].strides} (the library aborts here)")
+                 f"PReLUBackward: src and diff_dst must have one layout, got strides "
+                 f"{src.strides} and {ins[2].strides} (the library aborts here)")
     if len(src.dims) > 5:
         fail(Status.invalid_arguments,
              f"{kind.name}: src has {len(src.dims)} dims; oneDNN 3.2's PReLU takes at most 5 "
