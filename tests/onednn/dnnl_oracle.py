@@ -122,6 +122,27 @@ class LogicalTensorC(ctypes.Structure):
         return tuple(self.layout.strides[i] for i in range(self.ndims))
 
 
+def bits(a):
+    """The raw bits of an array of 16- or 32-bit floats, as unsigned integers."""
+    a = np.ascontiguousarray(a)
+    return a.view({2: np.uint16, 4: np.uint32}[a.dtype.itemsize])
+
+
+def assert_bits(got, want, *, nan_payload=True):
+    """Bit equality, zero signs and NaN payloads included (``nan_payload=False``: any NaN
+    equals any NaN)."""
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
+                                                                 got.dtype, want.dtype)
+    differ = bits(got).ravel() != bits(want).ravel()
+    if not nan_payload:
+        differ &= ~(np.isnan(got.astype(np.float32)) & np.isnan(want.astype(np.float32))).ravel()
+    mismatch = np.flatnonzero(differ)
+    assert mismatch.size == 0, (
+        f"{mismatch.size} elements differ, first at {mismatch[:5]}: "
+        f"got {[hex(v) for v in bits(got).ravel()[mismatch[:5]]]} "
+        f"want {[hex(v) for v in bits(want).ravel()[mismatch[:5]]]}")
+
+
 def np_dtype(name: str) -> np.dtype:
     return {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16),
             "bf16": np.dtype(_bf16)}[name]
@@ -290,10 +311,12 @@ def _dims(values):
     return arr
 
 
-def logical_tensor(tid, dtype, shape=None, strides=None, layout=LAYOUT_STRIDED, ndims=None):
+def logical_tensor(tid, dtype, shape=None, strides=None, layout=LAYOUT_STRIDED, ndims=None,
+                   *, raw=False):
     """A ``dnnl_graph_logical_tensor_t``; ``shape=None`` leaves dims unknown.
 
-    ``shape`` may contain ``-1`` for an unknown dimension.
+    ``shape`` may contain ``-1`` for an unknown dimension (``DNNL_GRAPH_UNKNOWN_DIM``, INT64_MIN),
+    unless ``raw``: then every dim goes to the library as given (``-1`` is a negative dim).
     ``dtype`` is an oneDNN name (``"f32"``) or a NumPy dtype.
     """
     dt = DT[dtype] if isinstance(dtype, str) else DT[dt_name(dtype)]
@@ -302,7 +325,7 @@ def logical_tensor(tid, dtype, shape=None, strides=None, layout=LAYOUT_STRIDED, 
         _call("dnnl_graph_logical_tensor_init", ctypes.byref(lt), tid, dt,
               -1 if ndims is None else ndims, layout, 1)
     elif strides is None:
-        dims = [UNKNOWN_DIM if d == -1 else d for d in shape]
+        dims = list(shape) if raw else [UNKNOWN_DIM if d == -1 else d for d in shape]
         _call("dnnl_graph_logical_tensor_init_with_dims", ctypes.byref(lt), tid, dt,
               len(shape), _dims(dims), layout, 1)
     else:

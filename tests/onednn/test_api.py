@@ -458,8 +458,15 @@ def test_tensor_and_engine_errors():
         with pytest.raises(dg.Error) as e:
             dg.Tensor(lt(0, (2, 3)), eng, handle)
         assert status(e) == "invalid_arguments"
+    # a tensor of an unknown shape is a handle, as dnnl_graph_tensor_create makes it; it has no
+    # elements to view
+    unknown = dg.Tensor(lt(0, None, ndims=2), eng)
+    assert unknown.get_data_handle().nbytes == 0
     with pytest.raises(dg.Error) as e:
-        dg.Tensor(lt(0, None, ndims=2), eng)
+        unknown.to_numpy()
+    assert status(e) == "invalid_arguments"
+    with pytest.raises(dg.Error) as e:
+        dg.Tensor(lt(0, (2, 3)), "not an engine")
     assert status(e) == "invalid_arguments"
     with pytest.raises(dg.Error) as e:
         dg.LogicalTensor(0, dg.DataType.f32, (1,) * 13)
@@ -614,3 +621,81 @@ def test_mixed_slope_and_diff_slope_types(run_graph):
                        out_dtypes=[bf, np.float32])
     assert dx.dtype == bf and dw.dtype == np.float32
     np.testing.assert_array_equal(dw, np.array([-1.0, -5.0, -9.0], np.float32))
+
+
+_AVX2 = {"sse4.1", "avx", "avx2", "fma", "f16c"}
+_AVX512 = _AVX2 | {"avx512f", "avx512bw", "avx512vl", "avx512dq"}
+_SPR = _AVX512 | {"avx512vnni", "avx512bf16", "avx512fp16", "avxvnni", "amx-tile", "amx-int8",
+                  "amx-bf16"}
+
+
+@pytest.mark.parametrize("features,isa", [
+    ({"sse4.1"}, "sse41"),
+    ({"sse4.1", "avx"}, "avx"),
+    (_AVX2, "avx2"),                                                   # AMD EPYC Zen 3
+    (_AVX2 | {"avxvnni"}, "avx2_vnni"),
+    (_AVX2 | {"avxvnni", "avxvnniint8", "avxneconvert"}, "avx2_vnni_2"),
+    (_AVX2 | {"avxvnniint8", "avxneconvert"}, "avx2"),                 # no AVX-VNNI underneath
+    (_AVX512, "avx512_core"),
+    (_AVX512 - {"avx512dq"}, "avx2"),                                  # all four or none
+    (_AVX512 | {"avx512vnni"}, "avx512_core_vnni"),
+    (_AVX512 | {"avx512vnni", "avx512bf16"}, "avx512_core_bf16"),     # AMD EPYC Zen 4
+    (_AVX512 | {"avx512bf16"}, "avx512_core"),                         # bf16 needs VNNI first
+    (_AVX512 | {"avx512vnni", "avx512bf16", "avx512fp16"}, "avx512_core_bf16"),  # fp16: + AVX-VNNI
+    (_SPR - {"amx-bf16"}, "avx512_core_fp16"),
+    (_SPR, "avx512_core_amx"),                                         # Sapphire Rapids
+    (_SPR | {"amx-fp16"}, "avx512_core_amx_fp16"),
+])
+def test_host_isa_from_cpu_features(monkeypatch, features, isa):
+    """oneDNN 3.2's ``mayiuse`` rules, feature by feature (the oracle test checks the real CPU)."""
+    from leakyops.onednn import _ops
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    assert _ops.host_isa(frozenset(features)) == isa
+
+
+@pytest.mark.parametrize("cap,isa", [
+    ("AVX2", "avx2"), ("avx512_core", "avx512_core"), ("AVX512_CORE_BF16", "avx512_core_bf16"),
+    ("AVX2_VNNI", "avx2_vnni"),          # not below AVX512_CORE: a cap is a set of features
+    ("AVX2_VNNI_2", "avx2_vnni"), ("SSE41", "sse41"), ("DEFAULT", "avx512_core_amx"),
+    ("not-an-isa", "avx512_core_amx"),   # the library ignores a value it does not know
+])
+def test_host_isa_under_the_librarys_cap(monkeypatch, cap, isa):
+    from leakyops.onednn import _ops
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+    assert _ops.host_isa(frozenset(_SPR)) == isa
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    monkeypatch.setenv("DNNL_MAX_CPU_ISA", cap)      # the older name, read as the library does
+    assert _ops.host_isa(frozenset(_SPR)) == isa
+
+
+def test_host_isa_without_sse41_is_a_clear_error(monkeypatch):
+    from leakyops import _cpu
+    monkeypatch.setattr(_cpu, "host_features", lambda: frozenset({"sse2", "sse3"}))
+    with pytest.raises(dg.Error) as e:
+        dg.Engine(isa="host")
+    assert status(e) == "unimplemented" and "SSE4.1" in str(e.value)
+
+
+def test_engine_isa_from_the_environment(monkeypatch):
+    """``$LEAKYOPS_ONEDNN_ISA`` sets the instruction set of an ``Engine()`` made without one; an
+    explicit ``isa=`` wins; a bad value is an error naming the variable."""
+    monkeypatch.setenv("LEAKYOPS_ONEDNN_ISA", "AVX2")
+    assert dg.Engine().isa == "avx2" and dg.Engine(isa="sse41").isa == "sse41"
+    monkeypatch.setenv("LEAKYOPS_ONEDNN_ISA", "host")
+    assert dg.Engine().isa == dg.Engine(isa="host").isa
+    monkeypatch.setenv("LEAKYOPS_ONEDNN_ISA", " ")
+    assert dg.Engine().isa is None
+    monkeypatch.setenv("LEAKYOPS_ONEDNN_ISA", "avx9000")
+    with pytest.raises(dg.Error) as e:
+        dg.Engine()
+    assert status(e) == "invalid_arguments" and "$LEAKYOPS_ONEDNN_ISA" in str(e.value) \
+        and "HOST" in str(e.value)
+    monkeypatch.delenv("LEAKYOPS_ONEDNN_ISA")
+    for bad in (5, b"avx2", ["avx2"]):
+        with pytest.raises(dg.Error) as e:
+            dg.Engine(isa=bad)
+        assert status(e) == "invalid_arguments"
+    with pytest.raises(dg.Error) as e:
+        dg.Graph(strict="no")
+    assert status(e) == "invalid_arguments"

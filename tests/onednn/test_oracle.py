@@ -20,6 +20,7 @@ included, bit for bit.
 from __future__ import annotations
 
 import itertools
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -36,24 +37,9 @@ _UINT = {2: np.uint16, 4: np.uint32}
 _DT = {name: getattr(dg.DataType, name) for name in ("f32", "bf16", "f16", "f64", "s32")}
 
 
-def bits(a):
-    a = np.ascontiguousarray(a)
-    return a.view(_UINT[a.dtype.itemsize])
-
-
-def assert_bits(got, want, *, nan_payload=True):
-    """Bit equality, zero signs and NaN payloads included (``nan_payload=False``: any NaN
-    equals any NaN)."""
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
-                                                                 got.dtype, want.dtype)
-    differ = bits(got).ravel() != bits(want).ravel()
-    if not nan_payload:
-        differ &= ~(np.isnan(got.astype(np.float32)) & np.isnan(want.astype(np.float32))).ravel()
-    mismatch = np.flatnonzero(differ)
-    assert mismatch.size == 0, (
-        f"{mismatch.size} elements differ, first at {mismatch[:5]}: "
-        f"got {[hex(v) for v in bits(got).ravel()[mismatch[:5]]]} "
-        f"want {[hex(v) for v in bits(want).ravel()[mismatch[:5]]]}")
+# the bit comparisons live with the harness (conftest.py loads it), shared by the oracle tests
+bits = sys.modules["_leakyops_dnnl_oracle"].bits
+assert_bits = sys.modules["_leakyops_dnnl_oracle"].assert_bits
 
 
 @pytest.fixture(scope="module")

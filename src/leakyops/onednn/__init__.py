@@ -33,15 +33,20 @@ full rules and the few differences left):
   the float32 products ``diff_dst*src`` where ``src <= 0`` (NaN left out).  The
   reference kernel: ``src > 0`` decides, NaN src included in the sum.
 
-:class:`Engine` takes ``isa=`` (``"AVX2"``, ``"AVX512_CORE_BF16"``, …) to compute as the
-library does on a CPU with that instruction set: the AVX2, AVX and SSE4.1 variants of the
-jit kernels, bf16 results below 2**-126 flushed to zero on AVX512-BF16 CPUs, data types
-without kernels.  By default it is an AVX-512 CPU that rounds bf16 exactly.
+:class:`Engine` takes ``isa=`` (``"AVX2"``, ``"AVX512_CORE_BF16"``, …, or ``"host"``: the one
+oneDNN dispatches for on this CPU) to compute as the library does on a CPU with that
+instruction set: the AVX2, AVX and SSE4.1 variants of the jit kernels, bf16 results below
+2**-126 flushed to zero on AVX512-BF16 CPUs, data types without kernels.  By default
+(``$LEAKYOPS_ONEDNN_ISA`` unset) it is an AVX-512 CPU that rounds bf16 exactly.
+
+:class:`Graph` checks more than the library by default (two producers of one logical tensor,
+a cycle, two ops with one id); ``Graph(strict=False)`` partitions exactly as oneDNN 3.2.
 
 Binding and errors follow the library: :meth:`CompiledPartition.execute` binds tensors by
 position (the i-th tensor is the buffer of the i-th logical tensor given to compile) and
-reads them as compiled; compile tolerates extra and repeated logical tensors; a dim of -2 is
-accepted until compile (``invalid_shape``); ``get_inplace_ports`` is empty.  Where the
+reads them as compiled; compile tolerates extra and repeated logical tensors of any kind; a
+negative dim (``-1`` included: only ``DNNL_GRAPH_UNKNOWN_DIM`` is unknown) is accepted until
+compile (``invalid_shape``); ``get_inplace_ports`` is empty.  Where the
 library aborts or crashes (mixed src/dst types, PReLU above 5 dims, a reshaped slope that
 does not broadcast, ``diff_dst`` unlike src, PReLUBackward operands of different layouts,
 a 1-D src with NXC), compile raises the status the library's own checks intend.

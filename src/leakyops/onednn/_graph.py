@@ -20,6 +20,7 @@ from ._ops import (
     check_library_limits,
     compute,
     convert_attr,
+    default_isa,
     infer_shapes,
     flushes_bf16,
     isa_lacks,
@@ -389,8 +390,10 @@ class Engine:
 
     ``isa`` (keyword, optional) makes the engine compute as oneDNN 3.2 does on a CPU whose
     best instruction set is this one, spelled as ``ONEDNN_MAX_CPU_ISA`` spells it
-    (``"AVX2"``, ``"AVX512_CORE_BF16"``, …, any case). Without it the model is an AVX-512 CPU
-    that rounds bf16 exactly. It selects the variant of the jit PReLU kernels (the AVX2, AVX
+    (``"AVX2"``, ``"AVX512_CORE_BF16"``, …, any case), or ``"host"``: the one oneDNN itself
+    dispatches for on this CPU (its features, capped by ``ONEDNN_MAX_CPU_ISA`` as the library
+    caps itself). Without it, ``$LEAKYOPS_ONEDNN_ISA`` (a name or ``host``) if set, else the
+    model's fixed default: an AVX-512 CPU that rounds bf16 exactly. It selects the variant of the jit PReLU kernels (the AVX2, AVX
     and SSE4.1 ones differ from AVX-512's at NaN, ±0 and underflow), the flush of bf16
     results below 2**-126 to zeros of their sign on CPUs with AVX512-BF16 (or AVX2-VNNI-2),
     and which data types have kernels (bf16 from AVX512_CORE, f16 from AVX512_CORE_FP16,
@@ -409,7 +412,7 @@ class Engine:
                  f"no engine of kind {EngineKind(kind).name} with index {index} (CPU 0 only)")
         self.kind = EngineKind.cpu
         self.index = 0
-        self.isa = isa_name(isa)
+        self.isa = isa_name(isa) if isa is not None else default_isa()
 
     def get_kind(self) -> EngineKind:
         return self.kind
@@ -443,23 +446,31 @@ class Tensor:
     :meth:`LogicalTensor.get_mem_size` bytes, typically one of the logical
     tensor's shape and dtype); ``None`` allocates one.  :meth:`to_numpy` is
     the typed, shaped view of the data.
+
+    As ``dnnl_graph_tensor_create``, any logical tensor is accepted (an unknown shape, an
+    ``any`` layout, a type without kernels): a tensor is a handle, and only one bound to a
+    compiled port at :meth:`CompiledPartition.execute` is read or written, as that port's
+    compiled logical tensor. ``None`` then allocates the :meth:`LogicalTensor.get_mem_size`
+    bytes the logical tensor spans (none for an unknown shape, as oneDNN).
     """
 
     def __init__(self, lt: LogicalTensor, engine: Engine,
                  handle: np.ndarray[Any, Any] | None = None) -> None:
         self.logical_tensor = _lt(lt)
-        self.engine = engine
-        if not lt.is_shape_known() or lt.layout_type != LayoutType.strided:
+        if not isinstance(engine, Engine):
             fail(Status.invalid_arguments,
-                 f"tensor {lt.id}: needs a known shape and a strided layout, got {lt!r}")
-        lt.dtype  # noqa: B018 - invalid_data_type for a type without NumPy dtype
+                 f"tensor {lt.id}: needs an Engine, got {type(engine).__name__}")
+        self.engine = engine
         self.set_data_handle(handle)
 
     def set_data_handle(self, handle: np.ndarray[Any, Any] | None) -> None:
         lt = self.logical_tensor
         size = lt.get_mem_size()
         if handle is None:
-            handle = np.zeros(max(size, 1) // lt.dtype.itemsize or 1, lt.dtype)
+            if _typed(lt):
+                handle = np.zeros(max(size, 1) // lt.dtype.itemsize or 1, lt.dtype)
+            else:
+                handle = np.zeros(size, np.uint8)
         _check_buffer(handle, lt, f"tensor {lt.id}")
         self.handle = handle
 
@@ -473,10 +484,24 @@ class Tensor:
         return self.logical_tensor
 
     def to_numpy(self) -> ElementArray:
-        """The elements as an array of the logical tensor's shape (a view, no copy)."""
+        """The elements as an array of the logical tensor's shape (a view, no copy);
+        ``invalid_arguments`` for a logical tensor without a known strided shape."""
         lt = self.logical_tensor
+        if not _viewable(lt):
+            fail(Status.invalid_arguments,
+                 f"tensor {lt.id}: to_numpy needs a known shape and a strided layout, got {lt!r}")
         assert lt.dims is not None and lt.strides is not None
         return _view(self.handle, lt.dims, lt.strides, lt.dtype)
+
+
+def _viewable(lt: LogicalTensor) -> bool:
+    """Whether a logical tensor's elements can be viewed: a known shape and strides."""
+    return lt.is_shape_known() and lt.layout_type == LayoutType.strided and lt.strides is not None
+
+
+def _typed(lt: LogicalTensor) -> bool:
+    """Whether a logical tensor describes elements NumPy can view and type."""
+    return _viewable(lt) and lt.data_type in _NP
 
 
 def _check_buffer(handle: object, lt: LogicalTensor, what: str) -> None:
@@ -489,6 +514,20 @@ def _check_buffer(handle: object, lt: LogicalTensor, what: str) -> None:
         fail(Status.invalid_arguments,
              f"{what}: buffer of {handle.nbytes} bytes, the logical tensor spans "
              f"{lt.get_mem_size()}")
+
+
+def _disjoint(dims: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a strided layout gives every element its own memory: with the axes sorted by
+    stride, each stride passes the span of the axes before it (a sufficient rule, met by
+    every permuted or padded layout)."""
+    if any(d == 0 for d in dims):
+        return True
+    span = 0
+    for st, d in sorted((abs(st), d) for d, st in zip(dims, strides) if d > 1):
+        if st <= span:
+            return False
+        span += (d - 1) * st
+    return True
 
 
 def _view(buf: np.ndarray[Any, Any], dims: Sequence[int], strides: Sequence[int],
@@ -524,9 +563,12 @@ class Graph:
     """
 
     def __init__(self, engine_kind: EngineKind | int = EngineKind.cpu,
-                 fpmath_mode: object = None) -> None:
+                 fpmath_mode: object = None, *, strict: bool = True) -> None:
+        if not isinstance(strict, (bool, np.bool_)):
+            fail(Status.invalid_arguments, f"Graph: strict must be a bool, got {strict!r}")
         self.engine_kind = EngineKind(engine_kind)
         self.fpmath_mode = fpmath_mode
+        self.strict = bool(strict)
         self._nodes: list[_Node] = []
         self._finalized = False
 
@@ -534,8 +576,9 @@ class Graph:
         """Check ``op`` against its schema and add it (``invalid_graph_op`` if wrong).
 
         Op ids are unique: adding the same op again is a no-op (as in oneDNN); a
-        different op with an id already in the graph is ``invalid_graph_op``. With
-        ``allow_exception=False`` the status comes back instead of an exception.
+        different op with an id already in the graph is ``invalid_graph_op`` (with
+        ``strict=False``, ignored, as oneDNN 3.2 does). With ``allow_exception=False`` the
+        status comes back instead of an exception.
         """
         try:
             if not isinstance(op, Op):
@@ -545,7 +588,7 @@ class Graph:
             node = _check_op(op)
             for other in self._nodes:
                 if other.id == node.id:
-                    if other.signature() == node.signature():
+                    if other.signature() == node.signature() or not self.strict:
                         return None if allow_exception else Status.success
                     fail(Status.invalid_graph_op,
                          f"op id {op.id} is already used by {other.kind.name} op {other.id}")
@@ -557,9 +600,10 @@ class Graph:
         return None if allow_exception else Status.success
 
     def finalize(self) -> None:
-        """No more ops; every logical tensor id has at most one producer (``invalid_graph``)."""
+        """No more ops; every logical tensor id has at most one producer (``invalid_graph``;
+        with ``strict=False`` not checked, as oneDNN 3.2)."""
         producers: dict[int, int] = {}
-        for node in self._nodes:
+        for node in self._nodes if self.strict else ():
             for lt in node.outputs:
                 if lt.id in producers:
                     fail(Status.invalid_graph,
@@ -573,7 +617,12 @@ class Graph:
 
     def get_partitions(self, policy: PartitionPolicy | int = PartitionPolicy.fusion
                        ) -> list[Partition]:
-        """One partition per op, in topological order (oneDNN 3.2 fuses none of these ops)."""
+        """One partition per op, in topological order (oneDNN 3.2 fuses none of these ops).
+
+        A cycle (an op reading its own output included) is ``invalid_graph``; with
+        ``strict=False`` its ops get no partition, as in oneDNN 3.2, and an op that reads
+        a cycle's output is ``invalid_graph`` still: the library never returns there (it
+        loops until it runs out of memory)."""
         if not self._finalized:
             fail(Status.invalid_graph, "get_partitions needs a finalized graph")
         PartitionPolicy(policy)
@@ -582,23 +631,34 @@ class Graph:
     def _topo(self) -> list[_Node]:
         producer = {lt.id: n for n in self._nodes for lt in n.outputs}
         done: set[int] = set()
+        cyclic: set[int] = set()
         order: list[_Node] = []
 
-        def visit(node: _Node, path: set[int]) -> None:
-            if node.id in done:
+        def visit(node: _Node, path: list[int]) -> None:
+            if node.id in done or node.id in cyclic:
                 return
             if node.id in path:
-                fail(Status.invalid_graph, f"the graph has a cycle through op {node.id}")
-            path.add(node.id)
+                if self.strict:
+                    fail(Status.invalid_graph, f"the graph has a cycle through op {node.id}")
+                cyclic.update(path[path.index(node.id):])
+                return
+            path.append(node.id)
             for lt in node.inputs:
                 if lt.id in producer:
                     visit(producer[lt.id], path)
-            path.discard(node.id)
+            path.pop()
+            if node.id in cyclic:
+                return
+            feeders = [producer[lt.id].id for lt in node.inputs if lt.id in producer]
+            if any(f in cyclic for f in feeders):
+                fail(Status.invalid_graph,
+                     f"op {node.id} reads the output of a cycle (ops {sorted(cyclic)}); "
+                     "oneDNN 3.2 never returns here (it loops until it runs out of memory)")
             done.add(node.id)
             order.append(node)
 
         for node in self._nodes:
-            visit(node, set())
+            visit(node, [])
         return order
 
 
@@ -640,8 +700,8 @@ class Partition:
         without one, an undef data type or layout, an unknown rank or an unknown
         (INT64_MIN) input dim is ``invalid_arguments``; another negative input dim, a
         slope that does not broadcast, or a known output shape other than the inferred one
-        is ``invalid_shape``; PReLU with a dst of another data type than src is
-        ``unimplemented``. The cases the library aborts or crashes on come next
+        is ``invalid_shape``; PReLU whose first output given has another data type than the
+        first input given (src and dst, unless extras come first) is ``unimplemented``. The cases the library aborts or crashes on come next
         (``_ops.check_library_limits``).
         """
         node = self._node
@@ -670,10 +730,14 @@ class Partition:
                      f"{node.kind.name} op {node.id}: logical tensor {lt.id} has data type "
                      f"{lt.data_type.name}; oneDNN 3.2's kernels take f32, bf16 or f16 "
                      "(the library aborts here, or for an f64 slope reads it: not modelled)")
-        if node.kind == OpKind.PReLU and outs[0].data_type != ins[0].data_type:
+        # (the library compares the first logical tensors given, whatever their ids: an extra
+        # input of another type in front of src fails this check too)
+        if node.kind == OpKind.PReLU and given_out[0].data_type != given_in[0].data_type:
             fail(Status.unimplemented,
-                 f"PReLU op {node.id}: dst is {outs[0].data_type.name} but src is "
-                 f"{ins[0].data_type.name}; oneDNN's PReLU keeps src's data type")
+                 f"PReLU op {node.id}: the first output given ({given_out[0].id}) is "
+                 f"{given_out[0].data_type.name} but the first input given "
+                 f"({given_in[0].id}) is {given_in[0].data_type.name}; oneDNN's PReLU keeps "
+                 "src's data type, and compares these two")
         shapes = infer_shapes(node.kind, node.attrs, [lt.dims for lt in ins])
         final_outs = []
         for lt, shape in zip(outs, shapes):
@@ -757,6 +821,12 @@ class CompiledPartition:
             if not view.flags.writeable:
                 fail(Status.invalid_arguments,
                      f"output tensor of logical tensor {lt.id}: the buffer is read-only")
+            assert lt.dims is not None and lt.strides is not None
+            if not _disjoint(lt.dims, lt.strides):
+                fail(Status.invalid_arguments,
+                     f"output logical tensor {lt.id}: strides {list(lt.strides)} make elements "
+                     f"of shape {list(lt.dims)} share memory (the library writes them in an "
+                     "unspecified order; the model refuses)")
         compute(self._node.kind, self._node.attrs, self._plan, ins, outs)
 
 
