@@ -58,6 +58,10 @@ def parse_args(argv=None):
     p.add_argument("--json", default=None, help="also write the measurements to this file")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    if args.dir is not None and not os.path.isdir(args.dir):
+        p.error(f"--dir {args.dir}: no such directory (give an existing directory for the zarr arrays)")
+    if args.dir is not None and not os.access(args.dir, os.W_OK | os.X_OK):
+        p.error(f"--dir {args.dir}: not writable")
     if args.big:
         args.size_mib = 4096
     elif args.size_mib is None:

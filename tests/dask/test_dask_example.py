@@ -33,3 +33,11 @@ def test_out_of_core_example_small(tmp_path):
         assert report[name]["seconds"] > 0 and report[name]["cluster_gb_s"] > 0
     # the zarr arrays were removed (no --keep)
     assert not [p for p in os.listdir(tmp_path) if p.startswith("leakyops-ooc-")]
+
+
+def test_out_of_core_example_refuses_a_missing_dir(tmp_path):
+    proc = subprocess.run([sys.executable, EXAMPLE, "--dir", str(tmp_path / "missing")],
+                          check=False, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].endswith(f"--dir {tmp_path / 'missing'}: no such directory"
+                                                         " (give an existing directory for the zarr arrays)")
