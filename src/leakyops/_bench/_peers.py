@@ -79,8 +79,8 @@ def _torch():
     try:
         import torch
     except ImportError:
-        raise Unavailable("PyTorch is not installed (pip install 'leakyops[torch]' "
-                          "-c constraints/test.txt)") from None
+        raise Unavailable("PyTorch is not installed (its CPU build: pip install torch "
+                          "--index-url https://download.pytorch.org/whl/cpu)") from None
     torch.set_num_threads(_threads())
     return torch
 
