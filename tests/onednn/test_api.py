@@ -699,3 +699,38 @@ def test_engine_isa_from_the_environment(monkeypatch):
     with pytest.raises(dg.Error) as e:
         dg.Graph(strict="no")
     assert status(e) == "invalid_arguments"
+
+
+def test_hostile_arguments_get_onednn_statuses():
+    """Issue 26, item 10: each of these raised a Python error of the wrong kind (TypeError,
+    MemoryError) or was accepted; each is now an :class:`Error` with oneDNN's status."""
+    F = dg.DataType.f32
+    for oid in (-1, 2**64, 1.5, True):
+        with pytest.raises(dg.Error) as e:
+            dg.Op(oid, dg.OpKind.LeakyReLU)
+        assert status(e) == "invalid_arguments"
+        with pytest.raises(dg.Error) as e:
+            dg.LogicalTensor(oid, F, (2,))
+        assert status(e) == "invalid_arguments"
+    assert dg.Op(2**64 - 1, dg.OpKind.LeakyReLU).get_id() == 2**64 - 1  # size_t's largest
+    with pytest.raises(dg.Error) as e:
+        dg.Tensor(dg.LogicalTensor(0, F, (2**40,)), dg.Engine())  # 4 TiB
+    assert status(e) == "out_of_memory"
+    with pytest.raises(dg.Error) as e:
+        dg.Tensor(dg.LogicalTensor(0, F, (2,)), dg.Engine(), np.array([1.0, 2.0, 3.0], object))
+    assert status(e) == "invalid_arguments" and "objects" in str(e.value)
+    src, dst = lt(0, (2,)), lt(1, (2,))
+    op = dg.Op(0, dg.OpKind.LeakyReLU, "", [src], [dst])
+    op.set_attr("alpha", 0.5)
+    g = dg.Graph()
+    g.add_op(op)
+    g.finalize()
+    eng = dg.Engine()
+    cp = g.get_partitions()[0].compile([src], [dst], eng)
+    out = dg.Tensor(dst, eng, np.full(2, 7.0, np.float32))
+    for ins, outs in ((None, None), ([dg.Tensor(src, eng)], None), ("ab", [out]),
+                      ({0: dg.Tensor(src, eng)}, [out])):
+        with pytest.raises(dg.Error) as e:
+            cp.execute(dg.Stream(eng), ins, outs)
+        assert status(e) == "invalid_arguments"
+    assert (out.to_numpy() == 7).all()

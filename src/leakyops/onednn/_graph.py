@@ -116,6 +116,14 @@ def _int(value: object, what: str) -> int:
     return int(value)
 
 
+def _id(value: object, what: str) -> int:
+    """An op or logical-tensor id: oneDNN's ``size_t``, 0 … 2**64 - 1."""
+    n = _int(value, what)
+    if not 0 <= n <= EMPTY_ID:
+        fail(Status.invalid_arguments, f"{what} must be in 0 … 2**64 - 1 (a size_t), got {value!r}")
+    return n
+
+
 class LogicalTensor:
     """``dnnl::graph::logical_tensor``: id, data type, shape and layout, no data.
 
@@ -137,9 +145,7 @@ class LogicalTensor:
                  layout_type: LayoutType | int = LayoutType.strided,
                  property_type: PropertyType | int = PropertyType.undef, *,
                  strides: Sequence[int] | None = None, ndims: int | None = None) -> None:
-        self.id = _int(tid, "logical tensor id")
-        if self.id < 0:
-            fail(Status.invalid_arguments, f"logical tensor id must be >= 0, got {tid}")
+        self.id = _id(tid, "logical tensor id")
         try:
             self.data_type = DataType(data_type)
         except ValueError:
@@ -277,7 +283,7 @@ class Op:
     def __init__(self, oid: int, kind: OpKind | int | str, name: str = "",
                  inputs: Sequence[LogicalTensor] = (),
                  outputs: Sequence[LogicalTensor] = ()) -> None:
-        self.id = _int(oid, "op id")
+        self.id = _id(oid, "op id")
         try:
             self.kind = OpKind(kind) if not isinstance(kind, str) else OpKind[kind]
         except (ValueError, KeyError):
@@ -467,10 +473,14 @@ class Tensor:
         lt = self.logical_tensor
         size = lt.get_mem_size()
         if handle is None:
-            if _typed(lt):
-                handle = np.zeros(max(size, 1) // lt.dtype.itemsize or 1, lt.dtype)
-            else:
-                handle = np.zeros(size, np.uint8)
+            try:
+                if _typed(lt):
+                    handle = np.zeros(max(size, 1) // lt.dtype.itemsize or 1, lt.dtype)
+                else:
+                    handle = np.zeros(size, np.uint8)
+            except MemoryError:
+                fail(Status.out_of_memory,
+                     f"tensor {lt.id}: cannot allocate the {size} bytes it spans")
         _check_buffer(handle, lt, f"tensor {lt.id}")
         self.handle = handle
 
@@ -508,6 +518,9 @@ def _check_buffer(handle: object, lt: LogicalTensor, what: str) -> None:
     if not isinstance(handle, np.ndarray):
         fail(Status.invalid_arguments,
              f"{what}: the handle must be a NumPy array, got {type(handle).__name__}")
+    if handle.dtype.hasobject:
+        fail(Status.invalid_arguments,
+             f"{what}: the handle holds Python objects ({handle.dtype}), not raw memory")
     if not handle.flags.c_contiguous:
         fail(Status.invalid_arguments, f"{what}: the handle must be C-contiguous memory")
     if handle.nbytes < lt.get_mem_size():
@@ -815,6 +828,10 @@ class CompiledPartition:
         """
         if not isinstance(stream, Stream):
             fail(Status.invalid_arguments, "execute needs a Stream")
+        for what, tensors in (("inputs", inputs), ("outputs", outputs)):
+            if not isinstance(tensors, (list, tuple)):
+                fail(Status.invalid_arguments,
+                     f"execute: {what} must be a list of Tensors, got {type(tensors).__name__}")
         ins = [_bound("input", lt, pos, inputs) for lt, pos in zip(self._ins, self._in_pos)]
         outs = [_bound("output", lt, pos, outputs) for lt, pos in zip(self._outs, self._out_pos)]
         for view, lt in zip(outs, self._outs):
