@@ -16,17 +16,26 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 __all__ = ["NJIT_OPTIONS", "REDUCE_FASTMATH", "PARALLEL_MIN_BYTES", "cache_enabled", "use_soft_half"]
 
 
 def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "")
+    """A positive integer from the environment; unset or empty gives ``default``, anything else
+    that is not an integer >= 1 gives it too, with a warning naming the variable."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
     try:
         value = int(raw)
     except ValueError:
+        value = 0
+    if value < 1:
+        warnings.warn(f"{name}={raw!r} is not an integer >= 1; using {default}", RuntimeWarning,
+                      stacklevel=2)
         return default
-    return value if value > 0 else default
+    return value
 
 
 #: Options of every compiled kernel. No fastmath by default: NaN and inf must pass through.

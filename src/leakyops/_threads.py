@@ -25,9 +25,12 @@ Thread counts: :func:`set_num_threads` for the process, or for the calling threa
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import sys
 import threading
+
+import numpy as np
 
 from ._config import DEFAULT_THREADS
 
@@ -42,25 +45,51 @@ _forked_after_threads = False  # this process is a child forked after threaded k
 _gate = threading.Lock()  # for the workqueue layer only
 
 
-def get_num_threads() -> int:
-    """Threads the kernels use for large arrays in this thread (see :func:`set_num_threads`)."""
+def _requested() -> int:
     return getattr(_state, "num_threads", None) or _num_threads
 
 
+def _pool_size() -> int:
+    """The threads numba's pool has, or will have when it starts (``NUMBA_NUM_THREADS``)."""
+    if _layer is not None:
+        return _max_threads
+    from numba.core import config
+
+    return config.NUMBA_NUM_THREADS
+
+
+def get_num_threads() -> int:
+    """Threads a large call from this thread runs on: the count set (:func:`set_num_threads`),
+    capped at the threads numba's pool has (the machine's processors unless
+    ``NUMBA_NUM_THREADS`` says otherwise); 1 in a child forked after threaded kernels ran.
+
+    >>> import leakyops
+    >>> 1 <= leakyops.get_num_threads() <= (__import__("os").cpu_count() or 1)
+    True
+    """
+    if _forked_after_threads:
+        return 1
+    return max(1, min(_requested(), _pool_size()))
+
+
 def set_num_threads(n: int, *, this_thread_only: bool = False) -> None:
-    """Set how many threads the kernels use for large arrays (``n >= 1``).
+    """Set how many threads the kernels use for large arrays (an integer ``n >= 1``, Python's
+    or NumPy's).
 
     With ``this_thread_only=True`` the setting applies to calls made from the current thread
     only (Dask worker threads use this to run one kernel thread each). Counts beyond the
-    machine's processors are capped at the processors numba's pool has.
+    machine's processors are capped at the processors numba's pool has:
+    :func:`get_num_threads` tells the count that runs.
     """
     global _num_threads
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"set_num_threads: n must be an int >= 1, got {n!r}")
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"set_num_threads: n must be an integer, got {type(n).__name__} {n!r}")
+    if n < 1:
+        raise ValueError(f"set_num_threads: n must be >= 1, got {n!r}")
     if this_thread_only:
-        _state.num_threads = n
+        _state.num_threads = int(n)
     else:
-        _num_threads = n
+        _num_threads = int(n)
 
 
 @contextlib.contextmanager
@@ -107,7 +136,7 @@ def parallel_threads() -> int:
     Also sizes numba's team for this thread to that count (numba's setting is per thread),
     so that a threaded driver's ``prange`` over that many chunks wakes no idle thread.
     """
-    n = get_num_threads()
+    n = _requested()
     if n == 1 or _forked_after_threads:
         return 1
     if _layer is None:

@@ -91,12 +91,28 @@ def test_multiprocessing_start_methods(method):
         assert pool.map(_mp_worker, [5, 6]) == [5, 6]
 
 
+def _pool() -> int:
+    """The threads numba's pool has (the cap of every thread count)."""
+    from numba.core import config
+
+    return config.NUMBA_NUM_THREADS
+
+
 def test_set_num_threads_validation_and_thread_local_setting():
     before = leakyops.get_num_threads()
     with pytest.raises(ValueError):
         leakyops.set_num_threads(0)
-    with pytest.raises(ValueError):
-        leakyops.set_num_threads(True)
+    for bad in (True, np.True_, "2", 2.0, None):
+        with pytest.raises(TypeError, match="set_num_threads"):
+            leakyops.set_num_threads(bad)
+    assert leakyops.get_num_threads() == before
+    try:
+        leakyops.set_num_threads(np.int64(1))  # NumPy integers are integers
+        assert leakyops.get_num_threads() == 1
+        leakyops.set_num_threads(10**6)  # capped: the count that runs, not the one asked for
+        assert leakyops.get_num_threads() == _pool()
+    finally:
+        leakyops.set_num_threads(before)
     seen = []
 
     def local():
@@ -114,7 +130,7 @@ def test_thread_limit_nests_and_restores():
     with leakyops.thread_limit(1):
         assert leakyops.get_num_threads() == 1
         with leakyops.thread_limit(3):
-            assert leakyops.get_num_threads() == 3
+            assert leakyops.get_num_threads() == min(3, _pool())
             _check_all_ops(12, BIG)  # 3 threads on a 2-core machine still gives right results
         assert leakyops.get_num_threads() == 1
     assert leakyops.get_num_threads() == before
@@ -300,3 +316,18 @@ def test_software_half_conversions_are_exact():
     finite = ~np.isnan(around)
     assert np.array_equal(got[finite], expected.view(np.uint16)[finite])
     assert np.isnan(got[~finite].view(np.float16)).all()
+
+
+@pytest.mark.parametrize("variable", ["LEAKYOPS_NUM_THREADS", "LEAKYOPS_PARALLEL_MIN_BYTES"])
+@pytest.mark.parametrize("value", ["abc", "0", "-3", "2.5"])
+def test_bad_thread_settings_in_the_environment_warn(variable, value):
+    """A value that is not an integer >= 1 is not ignored silently: a RuntimeWarning names the
+    variable and the default taken (an error under ``-W error``), and the import still works."""
+    code = "import leakyops; print(leakyops.get_num_threads())"
+    env = dict(os.environ, **{variable: value})
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and variable in proc.stderr and "RuntimeWarning" in proc.stderr
+    strict = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert strict.returncode != 0 and variable in strict.stderr
