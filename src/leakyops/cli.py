@@ -836,6 +836,15 @@ def cmd_demo(args) -> int:
     return _demo.run(_version(), args.dtypes, None if args.no_speed else args.speed_size)
 
 
+# --------------------------------------------------------------------------- cases
+
+
+def cmd_cases(args) -> int:
+    from leakyops import _cases
+
+    return _cases.command(args)
+
+
 # --------------------------------------------------------------------------- parser
 
 
@@ -1091,6 +1100,50 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"elements of the speed line, a whole number such as 4e6 (default {DEMO_SPEED_SIZE})")
     d.set_defaults(func=cmd_demo)
 
+    from leakyops.aclnn import SOC_VERSIONS, get_soc_version
+
+    c = sub.add_parser(
+        "cases", help="run the vendor's ATK and TTK operator test suites through the aclnn emulation",
+        description=textwrap.fill(
+            "Run the operator test cases of Ascend's test tools through leakyops.aclnn: ATK suites "
+            "(atk_*.json, a list of cases: id, aclnn_name, api_type, standard, inputs) and TTK tables "
+            "(ttk_aclnn_*.csv, a case a row, the cells Python literals), as ops-nn keeps them under each "
+            "operator's tests/st. Each case's inputs are drawn as the vendor's harness draws them "
+            "(uniform in each input's range and dtype, ATK's normal 'nd' ranges, constants), seeded by "
+            "--seed and the case's name; the API runs on the --soc profile, both phases (a case the API "
+            "rejects fails with its aclnn status and message); each output is compared with the golden, "
+            "PyTorch's aten op computed by leakyops' core, under the case's precision rule: ATK acc "
+            "'default' is double-thousandth, 'single_bm' relative-error; TTK absolute_precision p is "
+            "double-thousandth with rtol = atol = error ratio = p (see 'leakyops verify --help'); "
+            "--standard replaces them all. Large cases run in chunks, so memory stays at a few chunks "
+            "whatever the shapes. A row per case, then a summary; a progress bar on stderr when it is "
+            "a terminal. Every file is checked before any case runs. Ctrl-C stops the run and reports "
+            "the cases that finished.", 100),
+        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False,
+        epilog=_examples("""
+            leakyops cases ops-nn/activation/leaky_relu/tests/st/aclnnLeakyRelu/atk_aclnnLeakyRelu.json
+            leakyops cases atk_aclnnPrelu.json ttk_aclnn_leaky_relu_st.csv --soc Ascend950 --junit cases.xml
+            leakyops cases atk_aclnnLeakyReluBackward.json --filter 'aclnnLeakyReluBackward_24?' --jobs 2
+            leakyops cases atk_aclnnLeakyRelu.json --list
+        """) + "\n\nexit status: 0 every case passes, 1 a case fails or is in error, 2 unusable input, "
+               "130 interrupted",
+    )
+    c.add_argument("files", nargs="+", metavar="FILE", help="ATK suites (.json) and TTK tables (.csv)")
+    c.add_argument("--soc", choices=SOC_VERSIONS, default=get_soc_version(),
+                   help=f"the SoC profile of the aclnn emulation (default {get_soc_version()})")
+    c.add_argument("--seed", type=_seed_arg, default=0, help="random seed, an integer >= 0 (default 0)")
+    c.add_argument("--standard", choices=_verify.STANDARDS, default=None,
+                   help="compare every output under this standard instead of the case's own rule")
+    c.add_argument("--filter", action="append", default=None, metavar="PATTERN",
+                   help="run the cases whose name matches: shell-style (*, ?, [...]), or any part of the "
+                        "name; may be given again (any match)")
+    c.add_argument("--list", action="store_true", help="list the cases (after --filter) and run none")
+    c.add_argument("--keep-going", action="store_true",
+                   help="report a malformed file or case as an error and run the rest (default: stop, status 2)")
+    c.add_argument("--jobs", type=int, default=1, metavar="N", help="run the cases in N processes (default 1)")
+    c.add_argument("--json", metavar="FILE", default=None, help="also write the report as JSON")
+    c.add_argument("--junit", metavar="FILE", default=None, help="also write the report as JUnit XML")
+    c.set_defaults(func=cmd_cases)
     return parser
 
 
