@@ -53,6 +53,9 @@ def semantics_rules(semantics: str, op: str) -> str:
         return _WEIGHT_RULES[semantics]
     return SEMANTICS_RULES.get(semantics, "")
 
+#: the aclnn SoC profiles ``golden --soc`` names (``leakyops.aclnn.SOC_VERSIONS``)
+SOCS = ("Ascend910", "Ascend910B", "Ascend910_93", "Ascend950")
+
 #: the core's options for each semantics but onednn (``slope_dtype`` applies to operators
 #: with a slope only)
 _CORE_OPTIONS = {
@@ -69,11 +72,19 @@ _ACLNN_PRELU_DTYPES = ("float16", "bfloat16", "float32")
 # --------------------------------------------------------------------------- running an operator
 
 
-def check_semantics(op: str, semantics: str, dtype: str, params: dict, ndim: int) -> None:
+def check_semantics(op: str, semantics: str, dtype: str, params: dict, ndim: int,
+                    soc: str | None = None) -> None:
     """Reject a combination the chosen vendor API cannot express (one line, exit 2).
 
-    ``dtype`` is the name of the data's dtype ("" for one that is not a float).
+    ``dtype`` is the name of the data's dtype ("" for one that is not a float); ``soc`` the
+    aclnn SoC profile ``golden --soc`` names.
     """
+    if soc is not None:
+        if semantics != "aclnn":
+            raise CLIError(f"--soc names an aclnn SoC profile; give it with --semantics aclnn, "
+                           f"not {semantics}")
+        if soc == "Ascend910" and dtype == "bfloat16":
+            raise CLIError("--soc Ascend910: the Atlas training profile has no bfloat16")
     per_channel = "weight" in OPERATORS[op].inputs
     if semantics == "aclnn" and per_channel and dtype not in _ACLNN_PRELU_DTYPES:
         raise CLIError(f"--semantics aclnn: aclnnPrelu/aclnnPreluBackward take "
@@ -96,14 +107,52 @@ def check_semantics(op: str, semantics: str, dtype: str, params: dict, ndim: int
                                f" (NXC); --axis {ax} has no oneDNN form")
 
 
-def run_op(op: str, arrays: dict, params: dict, semantics: str = "pytorch") -> tuple[dict, dict]:
-    """Run ``op`` under ``semantics``; returns ({output name: array}, notes for case.json)."""
+def run_op(op: str, arrays: dict, params: dict, semantics: str = "pytorch",
+           soc: str | None = None) -> tuple[dict, dict]:
+    """Run ``op`` under ``semantics``; returns ({output name: array}, notes for case.json).
+    ``soc`` (aclnn only): on ``Ascend950`` prelu_backward runs through ``leakyops.aclnn``'s
+    aclnnPreluBackward on that profile, whose grad_weight is the 950 pipeline's."""
     try:
         if semantics == "onednn":
             return _run_onednn(op, arrays, params)
-        return _run_core(op, arrays, params, semantics), {}
+        if soc == "Ascend950" and op == "prelu_backward":
+            return _run_aclnn_prelu_backward(arrays, soc), {"aclnn": {"soc": soc, "grad_weight": (
+                "PReluGradUpdate then PReluGradReduce: each term rounded to the dtype, a float32 "
+                "sum rounded back to nearest even")}}
+        return _run_core(op, arrays, params, semantics), ({"aclnn": {"soc": soc}} if soc else {})
     except (TypeError, ValueError) as exc:
         raise CLIError(first_line(exc)) from None
+
+
+def _run_aclnn_prelu_backward(arrays: dict, soc: str) -> dict:
+    """aclnnPreluBackward on the ``soc`` profile (both phases, on a stream of its own)."""
+    from leakyops import aclnn
+
+    x = np.ascontiguousarray(arrays["x"])
+    g = np.ascontiguousarray(np.broadcast_to(arrays["grad_output"], x.shape))
+    w = np.ascontiguousarray(arrays["weight"])
+    gi, gw = np.empty_like(x), np.empty_like(w)
+    previous = aclnn.get_soc_version()
+    aclnn.set_soc_version(soc)
+    stream, _ = aclnn.aclrtCreateStream()
+    try:
+        tensors = [aclnn.from_numpy(a) for a in (g, x, w, gi, gw)]
+        ws_size, executor, ret = aclnn.aclnnPreluBackwardGetWorkspaceSize(*tensors)
+        ws = None
+        if ret == 0 and ws_size:
+            ws, ret = aclnn.aclrtMalloc(ws_size)
+        if ret == 0:
+            ret = aclnn.aclnnPreluBackward(ws, ws_size, executor, stream)
+        if ret == 0:
+            ret = aclnn.aclrtSynchronizeStream(stream)
+        if ws is not None:
+            aclnn.aclrtFree(ws)
+        if ret != 0:
+            raise CLIError(f"--soc {soc}: aclnnPreluBackward: {aclnn.aclGetRecentErrMsg()}")
+    finally:
+        aclnn.aclrtDestroyStream(stream)
+        aclnn.set_soc_version(previous)
+    return {"grad_input": gi, "grad_weight": gw}
 
 
 def _run_core(op: str, arrays: dict, params: dict, semantics: str) -> dict:

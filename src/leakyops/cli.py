@@ -351,7 +351,7 @@ def _case_plan(args) -> tuple[dict, tuple | None]:
     wshape = None
     if "weight" in OPERATORS[op].inputs:
         wshape = args.weight_shape if args.weight_shape is not None else _default_weight_shape(args.shape, params["axis"])
-    _cli_ops.check_semantics(op, args.semantics, args.dtype, params, len(args.shape))
+    _cli_ops.check_semantics(op, args.semantics, args.dtype, params, len(args.shape), soc=args.soc)
     return params, wshape
 
 
@@ -362,7 +362,7 @@ def _make_case(args, params: dict, wshape, progress) -> tuple[dict, dict, dict]:
     inputs = _cli_ops.make_inputs(args.op, rng, args.shape, args.dtype, args.values, params,
                                   grad_shape=args.grad_shape, weight_shape=wshape, progress=progress)
     progress.step(f"computing {args.op} ({args.semantics})")
-    outputs, notes = _cli_ops.run_op(args.op, inputs, params, args.semantics)
+    outputs, notes = _cli_ops.run_op(args.op, inputs, params, args.semantics, soc=args.soc)
     return inputs, outputs, notes
 
 
@@ -874,6 +874,10 @@ def _add_op_options(p, golden: bool) -> None:
                        help="prelu*: shape of the weight (default: (C,) with C = shape[axis]; 1 for a shared slope)")
         p.add_argument("--grad-shape", type=_shape_arg, default=None, metavar="SHAPE",
                        help="leaky_relu_backward: shape of grad_output, broadcast against x (default: x's shape)")
+        p.add_argument("--soc", choices=_cli_ops.SOCS, default=None,
+                       help="--semantics aclnn: the SoC profile (default: aclnn's, Ascend910B); on Ascend950 "
+                            "prelu_backward's grad_weight is that chip's PReluGradUpdate + PReluGradReduce "
+                            "pipeline's (each term rounded to the dtype, then a float32 sum)")
     p.add_argument("--semantics", choices=SEMANTICS, default="pytorch",
                    help="whose rules the result follows: pytorch (default: x > 0, slope in the compute type), "
                         "aclnn (slope converted to float32 for every dtype), ascendc (x >= 0 keeps x, scalar "
