@@ -1,6 +1,6 @@
 """The project benchmark: every operator x dtype x size against its peers, each in its own process.
 
-    python benchmarks/bench.py                  # 1e3 … 6.4e7 elements, 3 rounds (about 20 minutes)
+    python benchmarks/bench.py                  # 1e3 … 6.4e7 elements, 3 rounds
     python benchmarks/bench.py --quick          # 1e3 … 1e6, 2 rounds
     python benchmarks/bench.py --json out.json --plot out.png
 
@@ -9,7 +9,8 @@ with alpha forward and backward, PReLU forward and backward), ONNX Runtime (Leak
 PRelu with IO binding) and copies of the same bytes (the ceiling: the fastest of NumPy's,
 PyTorch's and leakyops' own threaded copy). Every library runs in a process of its own and
 the processes take turns (see ``leakyops._bench``); a peer that is missing or has no kernel
-for a case on this CPU is skipped with one line saying why.
+for a case on this CPU is skipped with one line saying why. A full run takes about 45 minutes
+on a 2-core machine (the run of 2026-11-23 in docs/benchmarks.md).
 
 The torch front-end inside a torch program (PyTorch's threads present) is measured by
 ``benchmarks/torch_modules.py``.
@@ -30,7 +31,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ops", help="comma-separated operators (default: all five)")
     ap.add_argument("--dtypes", help="comma-separated dtypes (default: float16,bfloat16,float32,float64)")
     ap.add_argument("--peers", help="comma-separated peers (default: all)")
-    ap.add_argument("--threads", type=int, default=None, help="threads per library (default: all CPUs)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads per library (default: leakyops.get_num_threads())")
     ap.add_argument("--rounds", type=int, default=None, help="rounds of turns (default 3, --quick 2)")
     ap.add_argument("--min-time", type=float, default=None, help="seconds per case and round")
     ap.add_argument("--json", help="write the records to this file")

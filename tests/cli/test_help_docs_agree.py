@@ -1,0 +1,108 @@
+"""The help texts, the docs and the program say the same: peers, columns, sizes, defaults, durations.
+
+Each figure is taken from the program (the benchmark's constants, the table it prints, the
+parser's defaults) and looked for in ``leakyops bench --help``, ``leakyops demo --help``,
+``benchmarks/bench.py --help``, ``docs/cli.md`` and ``docs/benchmarks.md``; names the program
+does not have (a ``numpy`` peer, an ``x torch`` column) must appear in none of them.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leakyops import _bench, _demo, cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _help(*args) -> str:
+    parser = cli.build_parser()
+    return _flat(parser.subcommands[args[0]].format_help())
+
+
+def _section(doc: str, title: str) -> str:
+    text = (ROOT / "docs" / doc).read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return _flat(text[start:end if end > 0 else None])
+
+
+@pytest.fixture(scope="module")
+def table_header() -> list:
+    """The column names of the table `leakyops bench` prints."""
+    recs = [{"op": "leaky_relu", "dtype": "float32", "size": 1000, "shape": [1000], "elements": 1000,
+             "bytes": 8000, "peer": peer, "threads": 1, "seconds": 1e-6, "gbps": 8.0, "skipped": None}
+            for peer in _bench.PEERS]
+    header = _bench.format_table(recs).splitlines()[1]
+    return re.split(r"\s{2,}|\s(?=\S)", header.replace("x fastest", "x_fastest").replace("x copy", "x_copy"))
+
+
+def test_the_peers_are_the_runners(cli_inproc):
+    help_text, docs = _help("bench"), _section("cli.md", "bench")
+    for peer in _bench.PEERS:
+        assert peer in help_text, peer
+        assert f"`{peer}`" in docs, peer
+    # every peer the docs list as one (a bullet starting with a name) is one the runner has
+    listed = re.findall(r"- (`[\w-]+`(?:, `[\w-]+`)*) —", docs)
+    assert {n.strip("`") for group in listed for n in group.split(", ")} == set(_bench.PEERS)
+    assert "numpy —" not in docs and "NumPy green" not in docs
+    res = cli_inproc("bench", "--peers", "numpy")
+    assert res.returncode == 2 and "unknown name(s) numpy" in res.stderr
+
+
+def test_the_columns_are_the_tables(table_header):
+    help_text, docs = _help("bench"), _section("cli.md", "bench")
+    columns = [c.replace("_", " ") for c in table_header[3:]]  # after operator, dtype, elements
+    assert columns == ["leakyops", "torch", "onednn", "onnxrt", "copy", "GB/s", "x fastest", "peer", "x copy"]
+    for name in ("x fastest", "peer", "x copy"):
+        assert f"'{name}'" in help_text, name
+        assert f"`{name}`" in docs, name
+    for name in columns[:6]:
+        assert f"`{name}`" in docs, name
+    for text in (help_text, docs, _flat((ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8"))):
+        assert "x torch" not in text
+
+
+def test_the_sizes_rounds_and_times_are_the_runners():
+    help_text, docs = _help("bench"), _section("cli.md", "bench")
+    for sizes in (_bench.DEFAULT_SIZES, _bench.QUICK_SIZES):
+        assert cli.sizes_text(sizes) in help_text
+        assert cli.sizes_text(sizes) in docs
+    (full, quick), (t_full, t_quick) = _bench.ROUNDS, _bench.MIN_TIME
+    assert f"over {full} rounds (--quick {quick})" in help_text
+    assert f"over {full} rounds (`--quick`: {quick})" in docs
+    assert f"about {t_full:g} s per round (--quick {t_quick:g} s)" in help_text
+    assert f"about {t_full:g} s per round (`--quick`: {t_quick:g} s)" in docs
+    parser = cli.build_parser()
+    args = parser.parse_args(["bench"])
+    assert args.sizes is None and args.rounds is None and args.min_time is None  # the runner's defaults
+
+
+def test_a_full_run_takes_the_same_time_everywhere():
+    bench_py = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench.py"), "--help"],
+                              capture_output=True, text=True, check=True).stdout
+    for where, text in (("leakyops bench --help", _help("bench")), ("benchmarks/bench.py --help", bench_py),
+                        ("docs/cli.md", _section("cli.md", "bench")),
+                        ("docs/benchmarks.md", (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8"))):
+        assert _bench.FULL_RUN in _flat(text), where
+        assert not re.search(r"about (?!45)\d+ minutes", _flat(text)), where
+
+
+def test_the_demo_speed_line_defaults():
+    parser = cli.build_parser()
+    assert parser.parse_args(["demo"]).speed_size == _demo.DEFAULT_SPEED_SIZE
+    assert f"(default {_demo.DEFAULT_SPEED_SIZE})" in _help("demo")
+    docs = _section("cli.md", "demo")
+    assert f"{_demo.DEFAULT_SPEED_SIZE:,} elements (`--speed-size N`" in docs
+    assert f"in {_demo.ROUNDS} rounds" in docs
+    assert f"more than {round((_demo.DISAGREE - 1) * 100)} % between rounds" in docs
+    assert "vs `np.copyto`" not in docs  # the old one-thread comparison
