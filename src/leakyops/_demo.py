@@ -263,12 +263,14 @@ def _load() -> float | None:
         return None
 
 
-def speed_lines(result: dict, load: float | None, cpus: int) -> list[str]:
-    """The speed line's text for a measurement of :func:`leakyops._bench._ceiling.against_copy`.
+def speed_lines(n: int, result: dict, load: float | None, cpus: int) -> list[str]:
+    """The speed lines for a measurement of :func:`leakyops._bench._ceiling.against_copy` of
+    float32 ``leaky_relu`` on ``n`` elements.
 
-    The copy ceiling is the fastest copy, as in ``leakyops bench``; on a busy machine the
-    lines say so and give no figure.
+    The copy ceiling is the fastest copy, as in ``leakyops bench``; on a busy machine one line
+    says so and gives no figure.
     """
+    what = f"speed (float32 leaky_relu, {n:,} elements"
     peers = result["peers"]
     spread = max(max(p["seconds"]) / min(p["seconds"]) for p in peers.values())
     busy = []
@@ -277,13 +279,14 @@ def speed_lines(result: dict, load: float | None, cpus: int) -> list[str]:
     if spread > DISAGREE:
         busy.append(f"the rounds differ by up to {spread:.2f}x")
     if busy:
-        return [f"speed: not measured: the machine is busy ({'; '.join(busy)}); run 'leakyops demo'"
+        return [f"{what}): not measured, the machine is busy ({'; '.join(busy)}); run 'leakyops demo'"
                 " again when it is idle"]
     best = {name: min(p["seconds"]) for name, p in peers.items()}
     ceiling = min((name for name in peers if name != "leakyops"), key=best.get)
     label = {"leakyops": "leakyops.leaky_relu", "copy-numpy": "copy: numpy copyto",
              "copy-leakyops": "copy: leakyops' copy"}
-    lines = []
+    lines = [f"{what}; GB/s of bytes read + written, best of {len(peers['leakyops']['seconds'])} rounds;"
+             " the copy ceiling is the fastest copy of the same bytes, as in 'leakyops bench')"]
     for name, p in peers.items():
         t = best[name]
         threads = f"{p['threads']} thread{'s' if p['threads'] > 1 else ''}"
@@ -299,10 +302,7 @@ def _speed(n: int) -> list[str]:
 
     load = _load()
     result = _ceiling.against_copy("leaky_relu", "float32", n, rounds=ROUNDS)
-    head = (f"speed (float32 leaky_relu, {n:,} elements; GB/s of bytes read + written, best of"
-            f" {ROUNDS} rounds; the copy ceiling is the fastest copy of the same bytes, as in"
-            " 'leakyops bench')")
-    return [head, *speed_lines(result, load, usable_cpus())]
+    return speed_lines(n, result, load, usable_cpus())
 
 
 def _compile_notice() -> str:

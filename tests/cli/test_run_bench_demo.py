@@ -120,8 +120,9 @@ def test_demo_full_with_speed(cli):
     assert "conformance: PASS" in res.stdout
     speed = res.stdout[res.stdout.index("speed"):]
     # figures with the threads of each, or on a busy machine (this one is shared) a line saying so
+    assert speed.startswith("speed (float32 leaky_relu, 1,000,000 elements")
     assert ("copy: numpy copyto" in speed and "1 thread " in speed and "share of the copy ceiling" in speed) \
-        or speed.startswith("speed (float32 leaky_relu, 1,000,000 elements") and "the machine is busy" in speed, speed
+        or "not measured, the machine is busy" in speed, speed
     for d in ("float16", "bfloat16", "float32", "float64"):
         assert d in res.stdout
     assert res.stderr == ""
@@ -135,16 +136,19 @@ def _measured(leakyops, numpy_copy, leakyops_copy, threads=2):
 def test_demo_speed_line_names_the_ceiling_and_the_threads():
     from leakyops._demo import speed_lines
 
-    lines = speed_lines(_measured([1e-3, 1.05e-3, 1e-3], [2e-3, 2e-3, 2.1e-3], [0.8e-3, 0.81e-3, 0.8e-3]), 0.2, 2)
+    lines = speed_lines(1_000_000, _measured([1e-3, 1.05e-3, 1e-3], [2e-3, 2e-3, 2.1e-3], [0.8e-3, 0.81e-3, 0.8e-3]),
+                        0.2, 2)
     assert lines == [
+        "speed (float32 leaky_relu, 1,000,000 elements; GB/s of bytes read + written, best of 3 rounds; the copy"
+        " ceiling is the fastest copy of the same bytes, as in 'leakyops bench')",
         "  leakyops.leaky_relu     2 threads     8.00 GB/s   1.000 ms",
         "  copy: numpy copyto       1 thread     4.00 GB/s   2.000 ms",
         "  copy: leakyops' copy    2 threads    10.00 GB/s   0.800 ms   (the copy ceiling)",
         "  share of the copy ceiling     0.80",
     ]
     # the ceiling is the fastest copy, whichever it is; the share never reads as beating a copy
-    lines = speed_lines(_measured([1e-3] * 3, [0.5e-3] * 3, [0.9e-3] * 3, threads=1), None, 1)
-    assert lines[1].endswith("(the copy ceiling)") and "1 thread " in lines[0]
+    lines = speed_lines(10, _measured([1e-3] * 3, [0.5e-3] * 3, [0.9e-3] * 3, threads=1), None, 1)
+    assert lines[2].endswith("(the copy ceiling)") and "1 thread " in lines[1]
     assert lines[-1] == "  share of the copy ceiling     0.50"
 
 
@@ -152,12 +156,12 @@ def test_demo_speed_line_says_when_the_machine_is_busy():
     from leakyops._demo import speed_lines
 
     steady = _measured([1e-3] * 3, [2e-3] * 3, [0.8e-3] * 3)
-    (line,) = speed_lines(steady, 1.6, 2)
-    assert line == ("speed: not measured: the machine is busy (load average 1.60 on 2 CPUs); run 'leakyops demo'"
-                    " again when it is idle")
-    (line,) = speed_lines(_measured([1e-3, 2.5e-3, 1e-3], [2e-3] * 3, [0.8e-3] * 3), 0.1, 2)
+    (line,) = speed_lines(4_194_304, steady, 1.6, 2)
+    assert line == ("speed (float32 leaky_relu, 4,194,304 elements): not measured, the machine is busy (load average"
+                    " 1.60 on 2 CPUs); run 'leakyops demo' again when it is idle")
+    (line,) = speed_lines(10, _measured([1e-3, 2.5e-3, 1e-3], [2e-3] * 3, [0.8e-3] * 3), 0.1, 2)
     assert "the rounds differ by up to 2.50x" in line and "GB/s" not in line
-    assert len(speed_lines(steady, 1.4, 2)) == 4  # below the CPU count by more than half a CPU: figures
+    assert len(speed_lines(10, steady, 1.4, 2)) == 5  # below the CPU count by more than half a CPU: figures
 
 
 @pytest.mark.slow
