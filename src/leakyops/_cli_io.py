@@ -106,6 +106,7 @@ def interrupt_handling():
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+        _interrupt.update(seen=False, deferred=0)  # the command's interrupts end with it
 
 
 def check_interrupt() -> None:
@@ -116,11 +117,13 @@ def check_interrupt() -> None:
 
 @contextlib.contextmanager
 def _interrupts_deferred():
-    """Ctrl-C waits until the (short) block is done; :func:`check_interrupt` then reports it."""
+    """Ctrl-C waits until the (short) block is done; in a command :func:`check_interrupt` then
+    reports it, elsewhere (Python's own handler in place) KeyboardInterrupt is raised after it."""
     installed = None
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler \
             and threading.current_thread() is threading.main_thread():
         installed = signal.signal(signal.SIGINT, _on_sigint)  # outside a command: defer all the same
+        seen_before, _interrupt["seen"] = _interrupt["seen"], False
     _interrupt["deferred"] += 1
     try:
         yield
@@ -128,6 +131,9 @@ def _interrupts_deferred():
         _interrupt["deferred"] -= 1
         if installed is not None:
             signal.signal(signal.SIGINT, installed)
+            came, _interrupt["seen"] = _interrupt["seen"], seen_before
+            if came:
+                raise KeyboardInterrupt
 
 
 # --------------------------------------------------------------------------- writing

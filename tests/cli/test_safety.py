@@ -162,6 +162,23 @@ def test_ctrl_c_during_the_commit_waits_for_it(tmp_path, monkeypatch, python_sig
     _no_temporaries(tmp_path)
 
 
+def test_outside_a_command_ctrl_c_during_the_commit_is_raised_after_it(tmp_path, monkeypatch, python_sigint):
+    real_replace = os.replace
+
+    def replace(src, dst):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(_cli_io.os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        with AtomicFiles() as files:
+            files.write(tmp_path / "a.txt", "a")
+            files.write(tmp_path / "b.txt", "b")
+    assert (tmp_path / "a.txt").read_text() == "a" and (tmp_path / "b.txt").read_text() == "b"
+    _cli_io.check_interrupt()  # nothing left over for a later command
+
+
 def test_an_interrupt_swallowed_on_its_way_up_still_ends_the_command(tmp_path, monkeypatch, cli_inproc,
                                                                      python_sigint):
     """As in a ctypes callback (numba's compiler), where Python prints "Exception ignored" and
