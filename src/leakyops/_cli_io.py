@@ -105,7 +105,12 @@ def interrupt_handling():
         yield
     finally:
         if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+            # in the command's own process (leakyops/__init__ put its start-up handler in place)
+            # the command is over: a Ctrl-C now could only cut the flushing of its output
+            import leakyops
+
+            over = previous is getattr(leakyops, "_interrupted_while_starting", None)
+            signal.signal(signal.SIGINT, signal.SIG_IGN if over else previous)
         _interrupt.update(seen=False, deferred=0)  # the command's interrupts end with it
 
 
