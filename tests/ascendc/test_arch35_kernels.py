@@ -3,7 +3,8 @@
 tilings) for float32, float16 and bfloat16, from one element to several UB tiles, odd sizes and
 the block counts the tilings pick: LeakyRelu gives the core's result bit for bit, PReluGradUpdate
 gives ``dx`` bit for bit and ``update`` as the device computes it (``x * dy`` rounded once to
-the tensor's type, 0 where ``x > 0``)."""
+the tensor's type, 0 where ``x > 0``); then ops-nn's own kernel and host tiling unit tests of
+the two operators, ported."""
 
 from __future__ import annotations
 
@@ -209,6 +210,17 @@ def test_prelu_grad_update_block_order(prelu):
     _assert_bits(a[1], b[1])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_prelu_grad_update_feeds_aclnn_ascend950(prelu, dtype):
+    # aclnnPreluBackward on the Ascend950 profile sums exactly the kernel's update per channel
+    from leakyops.aclnn import _ascend950
+
+    x = _data((3, 4, 50), dtype, 17)
+    g = _data((3, 4, 50), dtype, 18, special=False)
+    _, update, _ = prelu.run(g, x, _data((4,), dtype, 19, special=False))
+    _assert_bits(update, _ascend950.prelu_update(g, x))
+
+
 def test_prelu_grad_update_host_checks(prelu):
     f = np.ones((2, 3), np.float32)
     with pytest.raises(ValueError, match="weight shape size must be 1 or features dim1 size"):
@@ -244,3 +256,104 @@ def test_scheduler_rules(lrelu, prelu, core):
     args = [np.ones(64, np.float32) for _ in range(5)]
     with pytest.raises(ac.ConstraintError, match="needs 4 live buffers but the tiling sized"):
         one.Process(*args)
+
+
+# ------------------------------------------------------------- ops-nn's unit tests, ported
+# The kernel tests (tests/ut/op_kernel/test_leaky_relu_apt.cpp, test_p_relu_grad_update_apt.cpp:
+# a hand-written tiling, one block, the data of their gen_data.py) and the host tiling tests
+# (tests/ut/op_host/arch35/test_leaky_relu_tiling.cpp, test_prelu_grad_update_tiling.cpp:
+# Ascend950, 64 cores, UB_SIZE 245760; success with a tiling key > 0, or failure).
+UT_CORE_NUM, UT_UB_SIZE = 64, 245760
+
+
+def _ut_bits(a):
+    a = np.ascontiguousarray(a)
+    return a.view(f"u{a.dtype.itemsize}")
+
+
+# ------------------------------------------------------------------------------ kernel tests
+def test_leaky_relu_kernel_ut_fp32(lrelu):
+    # test_case_fp32_1: 256 floats uniform in [-2, 2], EleBaseTilingData24B{dim0 256, coreNum 1,
+    # ubFormer 1024}, scalar 0.01f, leaky_relu<1, TPL_FP32> on one block; golden: torch's
+    # leaky_relu (x if x > 0 else x * 0.01 in float32)
+    x = np.random.default_rng(1).uniform(-2, 2, 256).astype(np.float32)
+    tiling = ac.EleBaseTilingData24B(dim0=256, coreNum=1, ubFormer=1024)
+    tiling.scalarData[:4] = np.float32(0.01).tobytes()
+    y = np.zeros_like(x)
+    ac.launch(lrelu.leaky_relu, 1, x, y, None, tiling, schMode=1, dType=lrelu.TPL_FP32,
+              ub_size=ac.ASCEND950_UB_SIZE)
+    golden = np.where(x > 0, x, x * np.float32(0.01)).astype(np.float32)
+    assert _ut_bits(y).tobytes() == _ut_bits(golden).tobytes()
+
+
+def test_prelu_grad_update_kernel_ut_fp32(prelu):
+    # test_case_fp32_1: grads and features uniform in [-2, 2], weights uniform in [0, 1], all of
+    # shape (256,); BroadcastOneDimTilingDataAdvance{dimLen 256, tileNum 1024, blockNum 1,
+    # scalarFlag 0} (bufferNum left 0), prelu_grad_update<202> on one block
+    rng = np.random.default_rng(2)
+    g, f = (rng.uniform(-2, 2, 256).astype(np.float32) for _ in range(2))
+    w = rng.uniform(0, 1, 256).astype(np.float32)
+    tiling = ac.BroadcastOneDimTilingDataAdvance(dimLen=256, tileNum=1024, blockNum=1, scalarFlag=0)
+    dx, update = np.zeros_like(f), np.zeros_like(f)
+    ac.launch(prelu.prelu_grad_update, 1, g, f, w, dx, update, None, tiling, schMode=202,
+              DTYPE_GRADS=np.float32, ub_size=ac.ASCEND950_UB_SIZE)
+    # gen_data.py: dx = where(f > 0, g, w * g), update = where(f > 0, 0, f * g) in float32
+    assert _ut_bits(dx).tobytes() == _ut_bits(np.where(f > 0, g, w * g).astype(np.float32)).tobytes()
+    assert _ut_bits(update).tobytes() == _ut_bits(np.where(f > 0, np.float32(0), f * g)).tobytes()
+    # a bufferNum that is given is checked: fewer buffers than a tile needs is refused
+    short = ac.BroadcastOneDimTilingDataAdvance(dimLen=256, tileNum=1024, blockNum=1, bufferNum=2)
+    with pytest.raises(ac.ConstraintError, match="live buffers but the tiling sized"):
+        ac.launch(prelu.prelu_grad_update, 1, g, f, w, dx, update, None, short, schMode=202,
+                  DTYPE_GRADS=np.float32, ub_size=ac.ASCEND950_UB_SIZE)
+
+
+# ------------------------------------------------------------------------------ tiling tests
+@pytest.mark.parametrize("dtype,slope", [(np.float16, 0.01), (BF16, 0.01), (np.float32, 0.01),
+                                         (np.float16, 0.2)],
+                         ids=["fp16_001", "bf16_002", "fp32_003", "negative_slope_004"])
+def test_leaky_relu_tiling_ut(lrelu, dtype, slope):
+    shape = (1, 64, 2, 64)
+    ctx = ac.TilingContext([(shape, dtype)], [(shape, dtype)], (np.float32(slope),),
+                           core_num=UT_CORE_NUM, ub_size=UT_UB_SIZE, node_name="LeakyRelu")
+    assert lrelu.TilingForLeakyRelu(ctx) == ac.GRAPH_SUCCESS
+    key = ctx.tiling_key
+    assert key[0] > 0 and key[1] > 0
+    # and the tiling runs: the core's result bit for bit
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32).astype(dtype)
+    y = np.zeros_like(x).reshape(-1)
+    ac.launch(lrelu.leaky_relu, ctx.block_dim, x.reshape(-1).copy(), y, None, ctx.tiling_data,
+              schMode=key[0], dType=key[1], ub_size=UT_UB_SIZE)
+    want = _core.leaky_relu_impl(x, slope, compare=">", slope_dtype=np.float32)
+    assert _ut_bits(y).tobytes() == _ut_bits(want).tobytes()
+
+
+def test_leaky_relu_tiling_ut_unsupported_dtype_005(lrelu):
+    shape = (1, 64, 2, 64)
+    ctx = ac.TilingContext([(shape, np.int8)], [(shape, np.int8)], (np.float32(0.01),),
+                           core_num=UT_CORE_NUM, ub_size=UT_UB_SIZE, node_name="LeakyRelu")
+    assert lrelu.TilingForLeakyRelu(ctx) == ac.GRAPH_FAILED
+
+
+_PRELU_SHAPES = ((2, 4, 8, 8), (2, 4, 8, 8), (4,))
+
+
+@pytest.mark.parametrize("dtype,wshape", [(np.float16, (4,)), (BF16, (4,)), (np.float32, (4,)),
+                                          (np.float16, (1,))],
+                         ids=["fp16_001", "bf16_002", "fp32_003", "scalar_weight_004"])
+def test_prelu_grad_update_tiling_ut(prelu, dtype, wshape):
+    xs = (2, 4, 8, 8)
+    ctx = ac.TilingContext([(xs, dtype), (xs, dtype), (wshape, dtype)], [(xs, dtype)] * 2,
+                           core_num=UT_CORE_NUM, ub_size=UT_UB_SIZE, node_name="PReluGradUpdate")
+    assert prelu.Tiling4PReluGradUpdate(ctx) == ac.GRAPH_SUCCESS
+    assert ctx.tiling_key[0] > 0
+
+
+@pytest.mark.parametrize("dtypes", [(np.float32, np.float16, np.float16, np.float32),
+                                    (np.int8, np.int8, np.int8, np.int8)],
+                         ids=["failed_dtype_diff_005", "failed_unsupported_dtype_006"])
+def test_prelu_grad_update_tiling_ut_failures(prelu, dtypes):
+    xs = (2, 4, 8, 8)
+    gd, fd, wd, od = dtypes
+    ctx = ac.TilingContext([(xs, gd), (xs, fd), ((4,), wd)], [(xs, od)] * 2,
+                           core_num=UT_CORE_NUM, ub_size=UT_UB_SIZE, node_name="PReluGradUpdate")
+    assert prelu.Tiling4PReluGradUpdate(ctx) == ac.GRAPH_FAILED

@@ -36,9 +36,11 @@ from ._dag import Bind, DAGSch, Elems, MemLevel, MemOptCfg, Placeholder, Vec
 from ._datacopy import (DataCopy, DataCopyExtParams, DataCopyPad, DataCopyPadExtParams,
                         DataCopyParams)
 from ._elewise import (ASCEND950_CORE_NUM, ASCEND950_UB_SIZE, GET_TPL_TILING_KEY, GRAPH_FAILED,
-                       GRAPH_SUCCESS, BroadcastBaseTiling, BroadcastSch, CoreMemType,
-                       EleBaseTilingData24B, EleBaseTilingData32B, ElementwiseSchWithScalar,
-                       ElewiseBaseTiling, EnsureNotScalar, PlatformAscendC, TilingContext)
+                       GRAPH_SUCCESS, BroadcastBaseTiling, BroadcastBaseTilingData,
+                       BroadcastOneDimTilingData, BroadcastOneDimTilingDataAdvance, BroadcastSch,
+                       CoreMemType, EleBaseTilingData24B, EleBaseTilingData32B,
+                       ElementwiseSchWithScalar, ElewiseBaseTiling, EnsureNotScalar,
+                       PlatformAscendC, TilingContext)
 from ._errors import (AscendCError, AscendCTypeError, ConstraintError, QueueError,
                       UnifiedBufferOverflowError)
 from ._mask import (BinaryRepeatParams, GetMaskMode, ResetMask, SetMaskCount, SetMaskNorm,
@@ -82,7 +84,8 @@ __all__ = [
     # ATVOSS: the elementwise DAG, its schedulers and host tilings
     "Bind", "Elems", "DAGSch", "MemOptCfg", "MemLevel", "Placeholder", "Vec",
     "ElementwiseSchWithScalar", "BroadcastSch", "ElewiseBaseTiling", "BroadcastBaseTiling",
-    "EleBaseTilingData24B", "EleBaseTilingData32B", "TilingContext", "PlatformAscendC",
+    "EleBaseTilingData24B", "EleBaseTilingData32B", "BroadcastBaseTilingData",
+    "BroadcastOneDimTilingData", "BroadcastOneDimTilingDataAdvance", "TilingContext", "PlatformAscendC",
     "CoreMemType", "EnsureNotScalar", "GET_TPL_TILING_KEY", "GRAPH_SUCCESS", "GRAPH_FAILED",
     "ASCEND950_CORE_NUM", "ASCEND950_UB_SIZE",
     # types and constants
