@@ -6,7 +6,8 @@ compute struct multiplies T registers: one rounding of each product to T), then
 PReluGradReduce casts ``update`` to float32 (exact), sums it per channel in float32 and casts
 the sum back with ``CAST_RINT`` (``prelu_grad_reduce_dag.h``: ``Cast<float, T, 0>``,
 ``ReduceSumOp<float>``, ``Cast<T, float, 1>``). The core instead sums the exact products and
-rounds once, so on half types the two differ (``docs/aclnn.md`` measures by how much).
+rounds once, so the two differ on every dtype, float32 included (``docs/aclnn.md``
+measures by how much).
 
 The values come from the exact arithmetic of the vector unit (``leakyops._vector_math``: the
 products, the comparison, the casts) and the core's float64 partial sums; this module only
@@ -41,9 +42,10 @@ def prelu_grad_weight(grad_output: np.ndarray[Any, Any], x: np.ndarray[Any, Any]
     ``per_channel``, else over everything; float32 sums cast back to x's dtype with
     ``CAST_RINT``. Returns a 1-D array (C elements, or 1).
 
-    The float32 sum is modelled as the sum of the float32 terms rounded once to float32; the
-    device adds in float32 in its reduce template's order, which is not modelled (the two can
-    differ when the sum lies within float32 accumulation error of a rounding boundary of T)."""
+    The float32 sum is modelled as the float64 sum of the float32 terms (NumPy's order),
+    rounded once to float32; the device adds in float32 in its reduce template's order, which
+    is not modelled (the two can differ when the sum lies within float32 accumulation error of
+    a rounding boundary of T)."""
     update = prelu_update(grad_output, x)
     if per_channel and x.ndim > 1:
         parts = np.moveaxis(update, 1, -1).reshape(-1, x.shape[1])
