@@ -309,15 +309,19 @@ def _compile_notice() -> str:
     """What to say before the first checks when the kernels will be compiled ("" if they are cached).
 
     numba's disk cache holds no kernel of leakyops on a first run and after an upgrade (its
-    index is keyed by the kernels' source file); then every kernel the demo uses is compiled,
-    about a minute. Read from numba's cache index; a numba without it gives no notice.
+    index is keyed by the kernels' source files); then every kernel the demo uses is compiled,
+    about a minute. Read from numba's cache index of every compiled function in
+    ``leakyops._kernels``; a numba without that index gives no notice.
     """
     try:
         from numba.core.dispatcher import Dispatcher
 
-        from leakyops import _kernels
+        from leakyops import _kernels  # noqa: F401 - a module or a package of modules
 
-        caches = [obj._cache for obj in vars(_kernels).values() if isinstance(obj, Dispatcher)]
+        modules = [m for name, m in list(sys.modules.items())
+                   if name == "leakyops._kernels" or name.startswith("leakyops._kernels.")]
+        kernels = {id(obj): obj for m in modules for obj in vars(m).values() if isinstance(obj, Dispatcher)}
+        caches = [k._cache for k in kernels.values()]
         files = [c._cache_file for c in caches if hasattr(c, "_cache_file")]
         if not caches:
             return ""
