@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 ASCEND950_CORE_NUM = 64        # vector cores (GetCoreNumAiv) of Ascend 950 in ops-nn's tests
-ASCEND950_UB_SIZE = 253952     # GetCoreMemSize(UB): 256 KiB less the 8 KiB register spill area
+ASCEND950_UB_SIZE = 253952     # GetCoreMemSize(UB) in ops-nn's arch35 PRelu tiling test (248 KiB)
 GRAPH_SUCCESS, GRAPH_FAILED = 0, 1
 
 
