@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -331,3 +332,26 @@ def test_bad_thread_settings_in_the_environment_warn(variable, value):
     strict = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], env=env,
                             capture_output=True, text=True, timeout=120)
     assert strict.returncode != 0 and variable in strict.stderr
+
+
+def test_an_edit_to_any_kernel_file_recompiles_every_kernel(tmp_path):
+    """numba stamps a cached kernel with its own source file only; a loop in ``_loops.py``
+    inlines the rules of ``_rules.py``. The kernels are stamped with the whole package, so an
+    edited rule is never served from a stale cache (run on a copy of the package)."""
+    import shutil
+
+    src = pathlib.Path(leakyops.__file__).parent
+    copy = tmp_path / "leakyops"
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    code = ("import numpy as np, leakyops; "
+            "print(leakyops.leaky_relu(np.array([-2.0], np.float32), 0.5)[0])")
+    env = {"PYTHONPATH": str(tmp_path), "NUMBA_CACHE_DIR": ""}
+    assert _run(code, env, cwd=tmp_path).stdout.split()[-1] == "-1.0"
+    rules = copy / "_kernels" / "_rules.py"
+    text = rules.read_text()
+    old = "_select(_keep(v, ge), v, v * s)"
+    assert old in text
+    rules.write_text(text.replace(old, "_select(_keep(v, ge), v, v * s * np.float32(3.0))", 1))
+    r = _run(code, env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[-1] == "-3.0"

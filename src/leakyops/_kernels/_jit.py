@@ -1,0 +1,97 @@
+"""How kernels are compiled: numba's ``njit`` with the project's options, cached on disk.
+
+numba's disk cache decides whether a cached kernel is fresh from the stamp (modification time
+and size) of the one source file that defines it; but a loop in ``_loops.py`` inlines the
+rules of ``_rules.py``, so an edited rule would leave stale loops behind. Every kernel of this
+package is therefore stamped with all of its source files and with the settings that change
+the code generated (the software float16 conversions), so that a change to any of them
+recompiles them all.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import warnings
+
+from numba import njit, typeof, types
+
+from .._config import NJIT_OPTIONS, cache_enabled, use_soft_half
+
+__all__ = ["_jit", "entry_point", "SOFT_HALF"]
+
+#: Whether float16 is converted in software (no F16C on the CPU numba compiles for).
+SOFT_HALF = use_soft_half()
+
+_HERE = pathlib.Path(__file__).resolve().parent
+
+
+def _package_stamp() -> tuple:
+    """The freshness of every kernel: each source file's name, mtime and size, and the
+    code-generation settings."""
+    files = sorted([*_HERE.glob("*.py"), _HERE.parent / "_config.py"])
+    stamp = []
+    for path in files:
+        st = os.stat(path)
+        stamp.append((path.name, st.st_mtime, st.st_size))
+    return (tuple(stamp), ("soft_half", SOFT_HALF))
+
+
+class _PackageStampedLocator:
+    """A numba cache locator that answers as the one it wraps, but with the package's stamp."""
+
+    def __init__(self, inner, stamp):
+        self._inner, self._stamp = inner, stamp
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def get_source_stamp(self):
+        return self._stamp
+
+
+def _stamped(dispatcher):
+    """``dispatcher`` with its cache stamped by the whole package; ``None`` where this numba
+    keeps its cache elsewhere (the caller then compiles without a disk cache)."""
+    stamp = _package_stamp()
+    try:
+        cache = dispatcher._cache
+        cache._impl._locator = _PackageStampedLocator(cache._impl._locator, stamp)
+        cache._cache_file._source_stamp = stamp  # (the index compares this one)
+    except AttributeError:  # pragma: no cover - another numba's cache layout
+        return None
+    return dispatcher
+
+
+def _jit(fn=None, **extra):
+    """``njit`` with the project's options, cached on disk when a cache directory works."""
+    options = dict(NJIT_OPTIONS)
+    options.update(extra)
+
+    def wrap(f):
+        if cache_enabled():
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    cached = _stamped(njit(cache=True, **options)(f))
+                if cached is not None:
+                    return cached
+            except Exception:  # no writable cache locator (read-only install and home)
+                pass
+        return njit(**options)(f)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def entry_point(kernel, *args):
+    """The compiled function that ``kernel`` runs for arguments of the types of ``args``.
+
+    Calling it directly skips numba's type dispatch (a large share of a small call's time;
+    figures in docs/benchmarks.md); the caller must then pass arguments of exactly those types,
+    because numba does not check them there (an array of another dtype would be read as this
+    one). Python bools (the flags: the comparison, the weight's layout) are compiled as
+    literals, so each value gets its own loop with the flag folded in (one compare less per
+    vector); a :class:`~leakyops._kernels.Rule` is a literal by its type already.
+    """
+    sig = tuple(types.literal(a) if isinstance(a, bool) else typeof(a) for a in args)
+    return kernel.compile(sig)

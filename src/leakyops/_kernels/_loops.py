@@ -1,0 +1,448 @@
+"""The portable loops: plain serial loops over views, one pass over memory, vectorised by LLVM.
+
+Two shapes: a ``*_row`` over 1-D views (contiguous or strided) and a driver ``*_nd`` over
+3-D views (the core coalesces any shape and strides into three axes); and the ``*_c`` forms
+of prelu over C-contiguous ``(outer, C, inner)`` views with a 1-D weight. Rows of a
+non-contiguous 3-D view are typed 'A' by numba and would not vectorise; the drivers check
+their stride and re-type them as contiguous (``_as_c``). Loops never validate and never
+allocate Python objects; they release the GIL.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic, overload
+
+from .._config import NJIT_OPTIONS
+from ._jit import _jit
+from ._rules import (_kahan_add, _load, _load64, _lrelu, _lrelu_grad, _narrow, _prelu_term,
+                     _scalar, _start_partials, _sum_start, _term_of)
+from ._vector import LANES, vadd_lane, vlane, vload, vset_lane, vsplat, vstore
+
+
+@intrinsic
+def _as_c(typingctx, arr):
+    """The same 1-D array typed as C-contiguous (the caller checked its stride)."""
+    if not isinstance(arr, types.Array) or arr.ndim != 1:
+        return None
+    ret = arr.copy(layout="C")
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return ret(arr), codegen
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _unit_stride(a):
+    """Whether a 1-D view's elements are adjacent (its loop then runs on a contiguous view)."""
+    return a.strides[0] == a.itemsize
+
+
+# ---------------------------------------------------------------------------------------------
+# leaky_relu forward: y = x if keep(x) else x * s
+
+
+@_jit
+def lrelu_fwd_row(x, out, s, ge):
+    sc = _scalar(s, out)
+    for k in range(x.shape[0]):
+        v = _load(x[k], out)
+        r = _lrelu(v, sc, ge)
+        out[k] = _narrow(r, out)
+
+
+@_jit
+def lrelu_fwd_nd(x, out, s, ge):
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            xr, outr = x[i, j], out[i, j]
+            if _unit_stride(xr) and _unit_stride(outr):
+                lrelu_fwd_row(_as_c(xr), _as_c(outr), s, ge)
+            else:
+                lrelu_fwd_row(xr, outr, s, ge)
+
+
+@_jit
+def lrelu_fwd_row_inplace(x, s, ge):
+    """The forward written into ``x``: one array, so LLVM needs no overlap check.
+
+    (With ``out`` the same memory as ``x``, the vectoriser's run-time overlap check fails
+    and the scalar loop runs: in place was 4x slower than out-of-place.)
+    """
+    sc = _scalar(s, x)
+    for k in range(x.shape[0]):
+        v = _load(x[k], x)
+        r = _lrelu(v, sc, ge)
+        x[k] = _narrow(r, x)
+
+
+@_jit
+def lrelu_fwd_nd_inplace(x, s, ge):
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            xr = x[i, j]
+            if _unit_stride(xr):
+                lrelu_fwd_row_inplace(_as_c(xr), s, ge)
+            else:
+                lrelu_fwd_row_inplace(xr, s, ge)
+
+
+# ---------------------------------------------------------------------------------------------
+# leaky_relu backward: dx = g if keep(t) else g * s   (t: input, or result when self_is_result)
+
+
+@_jit
+def lrelu_bwd_row(g, t, out, s, ge):
+    sc = _scalar(s, out)
+    for k in range(t.shape[0]):
+        gv = _load(g[k], out)
+        tv = _load(t[k], out)
+        r = _lrelu_grad(gv, tv, sc, ge)
+        out[k] = _narrow(r, out)
+
+
+@_jit
+def lrelu_bwd_nd(g, t, out, s, ge):
+    for i in range(t.shape[0]):
+        for j in range(t.shape[1]):
+            gr, tr, outr = g[i, j], t[i, j], out[i, j]
+            if _unit_stride(gr) and _unit_stride(tr) and _unit_stride(outr):
+                lrelu_bwd_row(_as_c(gr), _as_c(tr), _as_c(outr), s, ge)
+            else:
+                lrelu_bwd_row(gr, tr, outr, s, ge)
+
+
+# ---------------------------------------------------------------------------------------------
+# prelu forward: y = x if keep(x) else w * x
+# The weight stays compact: ``w`` is its flat array and element (i, j, k) of the 3-D
+# iteration uses w[woff + i*ws0 + j*ws1 + k*ws2] (strides in elements, zero where the weight
+# is broadcast), so no broadcast view has to be built per call.
+
+
+@_jit
+def prelu_fwd_row(x, w, base, ws, out, ge):
+    for k in range(x.shape[0]):
+        v = _load(x[k], out)
+        wv = _load(w[base + k * ws], out)
+        r = _lrelu(v, wv, ge)
+        out[k] = _narrow(r, out)
+
+
+@_jit
+def prelu_fwd_nd(x, out, w, woff, ws0, ws1, ws2, ge):
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            xr, outr = x[i, j], out[i, j]
+            base = woff + i * ws0 + j * ws1
+            if ws2 == 0:  # one slope for the whole row: the leaky_relu loop
+                s = _load(w[base], out)
+                if _unit_stride(xr) and _unit_stride(outr):
+                    lrelu_fwd_row(_as_c(xr), _as_c(outr), s, ge)
+                else:
+                    lrelu_fwd_row(xr, outr, s, ge)
+            elif _unit_stride(xr) and _unit_stride(outr):
+                prelu_fwd_row(_as_c(xr), w, base, ws2, _as_c(outr), ge)
+            else:
+                prelu_fwd_row(xr, w, base, ws2, outr, ge)
+
+
+# ---------------------------------------------------------------------------------------------
+# prelu backward, one pass: gi = g if keep(x) else w * g ;  dw[w] += (0 if keep(x) else x * g)
+#
+# The weight-gradient terms are formed in float64 (``_term_of``: exact for the float32 and half
+# kinds, the rounded product for float64 data) and summed in an order written out here, never
+# left to the vectoriser, so that the bits depend on the shapes only, not on the CPU's vector
+# width nor the thread count. Along a row with one slope, element k goes to lane k % LANES of
+# a float64 ``Vec`` (vector loads and adds, ``_row_sum_c``; a strided row adds each term into
+# its lane the same way, ``_row_sum_strided``); the lanes of a stretch of ``_BLOCK`` elements
+# sum plainly (float64 data: compensated, as its terms are rounded), then they are added,
+# compensated and in lane order, into the row's (total, comp), and rows into ``acc``/``comp``,
+# float64 views broadcast like ``w`` whose sum is ``acc - comp``. A stretch's plain lanes hold
+# at most 256 exact terms each: their error is below 2**-45 of the terms' absolute sum.
+
+_BLOCK = 2048  # elements of a stretch (a multiple of LANES)
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _prelu_bwd_term(g, x, k, ge):
+    """The weight-gradient term of element k of 1-D views."""
+    x64 = _load64(x[k])
+    g64 = _load64(g[k])
+    return _prelu_term(x64, g64, ge)
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _prelu_bwd_step(g, x, gi, s, k, ge):
+    """Write gi[k] and return the weight-gradient term of element k (float64)."""
+    xv = _load(x[k], gi)
+    gv = _load(g[k], gi)
+    r = _lrelu_grad(gv, xv, s, ge)
+    gi[k] = _narrow(r, gi)
+    term = _prelu_bwd_term(g, x, k, ge)
+    return term
+
+
+def _lanes_add(sums, comps, t, x):
+    """Add the ``Vec`` of terms ``t`` lane by lane: plainly for exact terms, compensated for
+    float64 data (``x``: the data's array, whose dtype tells)."""
+
+
+@overload(_lanes_add, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_lanes_add(sums, comps, t, x):
+    if x.dtype == types.float64:
+        return lambda sums, comps, t, x: _kahan_add(sums, comps, t)
+    return lambda sums, comps, t, x: (sums + t, comps)
+
+
+def _lane_add(sums, comps, m, t, x):
+    """Add one term into lane ``m`` (the same operations a vector add makes in that lane)."""
+
+
+@overload(_lane_add, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_lane_add(sums, comps, m, t, x):
+    if x.dtype == types.float64:
+        def add(sums, comps, m, t, x):
+            a, c = _kahan_add(vlane(sums, m), vlane(comps, m), t)
+            return vset_lane(sums, m, a), vset_lane(comps, m, c)
+        return add
+    return lambda sums, comps, m, t, x: (vadd_lane(sums, m, t), comps)
+
+
+def _lanes_into(total, tcomp, sums, comps, x):
+    """Add the lanes, in lane order, into the compensated (total, tcomp)."""
+
+
+@overload(_lanes_into, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_lanes_into(total, tcomp, sums, comps, x):
+    kahan = x.dtype == types.float64
+
+    def into(total, tcomp, sums, comps, x):
+        for m in range(LANES):
+            total, tcomp = _kahan_add(total, tcomp, vlane(sums, m))
+            if kahan:
+                total, tcomp = _kahan_add(total, tcomp, -vlane(comps, m))
+        return total, tcomp
+    return into
+
+
+@_jit
+def _row_sum_c(g, x, gi, i, j, k0, k1, s, ge):
+    """Write ``gi`` over row (i, j) of C-contiguous 3-D views, elements k0:k1 (k0 a multiple
+    of LANES), and return the row's terms summed in lanes, ``(sums, comps)``."""
+    sums = vsplat(_sum_start(ge), LANES)
+    comps = vsplat(0.0, LANES)
+    k = k0
+    while k + LANES <= k1:
+        xs = vload(x, (i, j, k), LANES)
+        gs = vload(g, (i, j, k), LANES)
+        xv = _load(xs, gi)
+        gv = _load(gs, gi)
+        vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
+        sums, comps = _lanes_add(sums, comps, _term_of(xs, gs, xv, gv, ge), x)
+        k += LANES
+    for kk in range(k, k1):  # the tail: each term into its lane
+        xs1 = x[i, j, kk]
+        gs1 = g[i, j, kk]
+        xv1 = _load(xs1, gi)
+        gv1 = _load(gs1, gi)
+        gi[i, j, kk] = _narrow(_lrelu_grad(gv1, xv1, s, ge), gi)
+        sums, comps = _lane_add(sums, comps, kk % LANES, _term_of(xs1, gs1, xv1, gv1, ge), x)
+    return sums, comps
+
+
+@_jit
+def _row_sum_strided(g, x, gi, k0, k1, s, ge):
+    """``_row_sum_c`` for 1-D views of any strides, one element at a time: the same lanes,
+    the same bits."""
+    sums = vsplat(_sum_start(ge), LANES)
+    comps = vsplat(0.0, LANES)
+    for k in range(k0, k1):
+        xs = x[k]
+        gs = g[k]
+        xv = _load(xs, gi)
+        gv = _load(gs, gi)
+        gi[k] = _narrow(_lrelu_grad(gv, xv, s, ge), gi)
+        sums, comps = _lane_add(sums, comps, k % LANES, _term_of(xs, gs, xv, gv, ge), x)
+    return sums, comps
+
+
+@_jit
+def _row_total(g, x, gi, s, ge):
+    """Write ``gi`` over 1-D views and return the compensated (total, comp) of their terms."""
+    n = x.shape[0]
+    total, tcomp = _sum_start(ge), 0.0
+    contiguous = _unit_stride(g) and _unit_stride(x) and _unit_stride(gi)
+    for start in range(0, n, _BLOCK):
+        stop = min(start + _BLOCK, n)
+        if contiguous:
+            gc, xc, gic = _as_c(g), _as_c(x), _as_c(gi)
+            sums, comps = _row_sum_c(gc.reshape((1, 1, n)), xc.reshape((1, 1, n)),
+                                     gic.reshape((1, 1, n)), 0, 0, start, stop, s, ge)
+        else:
+            sums, comps = _row_sum_strided(g, x, gi, start, stop, s, ge)
+        total, tcomp = _lanes_into(total, tcomp, sums, comps, x)
+    return total, tcomp
+
+
+@_jit
+def _prelu_bwd_row(g, x, gi, w, acc, comp, base, ws, ge):
+    for k in range(x.shape[0]):
+        m = base + k * ws
+        wv = _load(w[m], gi)
+        term = _prelu_bwd_step(g, x, gi, wv, k, ge)
+        a, c = acc[m], comp[m]
+        acc[m], comp[m] = _kahan_add(a, c, term)
+
+
+@_jit
+def prelu_bwd_nd(g, x, gi, w, acc, comp, woff, ws0, ws1, ws2, ge):
+    """Write ``gi`` and add the weight gradient into the pair (``acc``, ``comp``).
+
+    ``w``, ``acc`` and ``comp`` are flat arrays of the weight's size, indexed alike.
+    """
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            gr, xr, gir = g[i, j], x[i, j], gi[i, j]
+            base = woff + i * ws0 + j * ws1
+            if ws2 == 0:
+                s = _load(w[base], gir)
+                total, c = _row_total(gr, xr, gir, s, ge)
+                a0, c0 = acc[base], comp[base]
+                a, b = _kahan_add(a0, c0, total)
+                acc[base] = a
+                comp[base] = b + c
+            else:
+                _prelu_bwd_row(gr, xr, gir, w, acc, comp, base, ws2, ge)
+
+
+@_jit
+def combine_partials(partials, out, ge):
+    """``out[j] = sum_i (partials[i, 0, j] - partials[i, 1, j])``, compensated, i = 0, 1, …
+    (from ``_sum_start(ge)``)."""
+    for j in range(out.shape[0]):
+        total, comp = _sum_start(ge), 0.0
+        for i in range(partials.shape[0]):
+            hi, lo = partials[i, 0, j], -partials[i, 1, j]
+            total, comp = _kahan_add(total, comp, hi)
+            total, comp = _kahan_add(total, comp, lo)
+        out[j] = total - comp
+
+@_jit
+def copy_row(src, dst):
+    for k in range(src.shape[0]):
+        dst[k] = src[k]
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _part(n, parts, c):
+    """Bounds ``(lo, hi)`` of part ``c`` when ``n`` rows are split into ``parts``."""
+    step = (n + parts - 1) // parts
+    lo = min(c * step, n)
+    return lo, min(lo + step, n)
+
+# ---------------------------------------------------------------------------------------------
+# prelu on C-contiguous 3-D views with a 1-D weight: (outer, C, inner) with the slope per row
+# (``per_k`` False), or channels last, (1, outer, C) with the slope per element (``per_k``
+# True). The loops index the whole arrays over the range ``lo:hi`` of ``axis`` (0 or 1: the
+# threaded drivers' parts), without slicing: a slice per row costs reference counting and a
+# call, which was most of the time for rows of a few dozen elements. Inner loops run over
+# unsigned indices (or from 0): with a signed index of unknown sign numba adds negative-index
+# wraparound, and LLVM then vectorises the loop with gathers and scatters.
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _ranges(shape, axis, lo, hi):
+    """Loop bounds (i0, i1, j0, j1) of the two outer axes with ``axis`` (0 or 1) = lo:hi."""
+    if axis == 0:
+        return lo, hi, 0, shape[1]
+    return 0, shape[0], lo, hi
+
+
+@_jit
+def prelu_fwd_c(x, out, w, per_k, ge, axis, lo, hi):
+    i0, i1, j0, j1 = _ranges(x.shape, axis, lo, hi)
+    for i in range(i0, i1):
+        for j in range(j0, j1):
+            if per_k:
+                for k in range(x.shape[2]):
+                    v = _load(x[i, j, k], out)
+                    wv = _load(w[k], out)
+                    r = _lrelu(v, wv, ge)
+                    out[i, j, k] = _narrow(r, out)
+            else:
+                s = _load(w[j], out)
+                for k in range(x.shape[2]):
+                    v = _load(x[i, j, k], out)
+                    r = _lrelu(v, s, ge)
+                    out[i, j, k] = _narrow(r, out)
+
+
+@_jit
+def prelu_fwd_c_run(x, out, w, per_k, ge, axis):
+    prelu_fwd_c(x, out, w, per_k, ge, axis, 0, x.shape[axis])
+
+@_jit
+def prelu_bwd_c(g, x, gi, w, acc, comp, per_k, ge, axis, lo, hi):
+    """Write ``gi`` over the range and add the weight gradient into (``acc``, ``comp``)."""
+    i0, i1, j0, j1 = _ranges(x.shape, axis, lo, hi)
+    n2 = x.shape[2]
+    for i in range(i0, i1):
+        for j in range(j0, j1):
+            if per_k:  # channels last: every element has its own weight element
+                for k in range(n2):
+                    xv = _load(x[i, j, k], gi)
+                    gv = _load(g[i, j, k], gi)
+                    wv = _load(w[k], gi)
+                    r = _lrelu_grad(gv, xv, wv, ge)
+                    gi[i, j, k] = _narrow(r, gi)
+                    term = _prelu_term(_load64(x[i, j, k]), _load64(g[i, j, k]), ge)
+                    a, c = acc[k], comp[k]
+                    acc[k], comp[k] = _kahan_add(a, c, term)
+                continue
+            s = _load(w[j], gi)
+            total, tcomp = _sum_start(ge), 0.0
+            for start in range(0, n2, _BLOCK):
+                sums, comps = _row_sum_c(g, x, gi, i, j, start, min(start + _BLOCK, n2), s, ge)
+                total, tcomp = _lanes_into(total, tcomp, sums, comps, x)
+            a, c = acc[j], comp[j]
+            a, b = _kahan_add(a, c, total)
+            acc[j] = a
+            comp[j] = b + tcomp
+
+
+#: Elements a unit of a split reduction covers, independent of the thread count.
+UNIT = 1 << 16
+#: Largest float64 memory the per-unit partial sums of prelu_backward may take.
+PARTIALS_BUDGET = 1 << 23  # elements (64 MiB)
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _prelu_bwd_c_plan(shape, wsize, per_k, nthreads):
+    """How ``prelu_bwd_c_run`` splits its work: ``(axis, parts, shared)``.
+
+    Slope per row: along the channels, as many parts as threads, all adding into one pair
+    (each channel's rows stay in one part, in order). Channels last: along the rows in units
+    of ``UNIT`` elements, each with its own pair. Either way the bits depend on the shapes
+    only, not on the thread count.
+    """
+    if not per_k:
+        return 1, max(1, min(nthreads, shape[1])), True
+    parts = max(1, min(shape[1], shape[0] * shape[1] * shape[2] // UNIT, PARTIALS_BUDGET // wsize))
+    return 1, parts, False
+
+
+@_jit
+def prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge):
+    """The whole backward on C-contiguous views, on this thread: ``gi`` written, the float64
+    weight gradient in ``acc`` (the threaded twin below gives the same bits)."""
+    axis, parts, shared = _prelu_bwd_c_plan(x.shape, w.shape[0], per_k, 1)
+    partials = np.zeros((1 if shared else parts, 2, w.shape[0]))
+    _start_partials(partials, ge)
+    n = x.shape[axis]
+    for u in range(parts):
+        lo, hi = _part(n, parts, u)
+        p = partials[0] if shared else partials[u]
+        prelu_bwd_c(g, x, gi, w, p[0], p[1], per_k, ge, axis, lo, hi)
+    combine_partials(partials, acc, ge)

@@ -1,0 +1,401 @@
+"""Explicit vectors for numba: ``Vec``, a value of N lanes that LLVM keeps as one ``<N x T>``.
+
+numba's loops vectorise well where the order of the work does not matter (every element-wise
+loop here). A sum in a fixed order does not vectorise by itself: LLVM may not reorder a
+floating-point sum, and it does not turn eight written-out scalar lanes into a vector (seen
+with ``inspect_asm``: eight ``vaddsd`` per eight elements). ``Vec`` is that vector, written
+out: ``vload``/``vstore`` move N adjacent elements, the arithmetic and comparison operators
+work lane by lane (a scalar operand stands for N copies), and the scalar rules of
+``_rules.py`` (``_keep``, ``_select``, ``_lrelu_grad``, ``_prelu_term``, ``_load``,
+``_narrow``) accept ``Vec`` operands unchanged, so each formula is still written once.
+
+Lane ``m`` of a result depends on lane ``m`` of the operands only, and every lane is one IEEE
+operation in the order the code says, so the bits do not depend on the CPU: LLVM lowers
+``<8 x double>`` to four SSE2 registers, two AVX2 or one AVX-512 register alike. It is
+portable LLVM IR; the only conversions that need a CPU feature (float16 through F16C) fall
+back to the exact software ones lane by lane (see ``_rules._widen``).
+"""
+
+from __future__ import annotations
+
+import operator
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.core.datamodel import models
+from numba.extending import intrinsic, overload, register_model
+
+__all__ = ["Vec", "LANES", "vload", "vstore", "vsplat", "vlane", "vadd_lane", "vset_lane",
+           "vconvert", "vbitcast", "vshift", "vselect", "vabs"]
+
+#: The lanes of every fixed-order sum (element k of a row goes to lane k % LANES).
+LANES = 8
+
+_I32 = ir.IntType(32)
+
+
+class Vec(types.Type):
+    """N lanes of a numba scalar type (``boolean`` lanes: a comparison's mask)."""
+
+    def __init__(self, dtype: types.Type, n: int) -> None:
+        self.dtype, self.n = dtype, n
+        super().__init__(name=f"Vec{n}x{dtype}")
+
+
+@register_model(Vec)
+class _VecModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        elt = ir.IntType(1) if fe_type.dtype == types.boolean else \
+            dmm.lookup(fe_type.dtype).get_value_type()
+        super().__init__(dmm, fe_type, ir.VectorType(elt, fe_type.n))
+
+
+def _is_mask(t) -> bool:
+    return isinstance(t, Vec) and t.dtype == types.boolean
+
+
+def _llvm(context, t):
+    return context.get_value_type(t)
+
+
+def _splat(builder, value, vtype):
+    """N copies of a scalar LLVM value."""
+    v = ir.Constant(vtype, ir.Undefined)
+    for m in range(vtype.count):
+        v = builder.insert_element(v, value, ir.Constant(_I32, m))
+    return v
+
+
+def _operand(context, builder, value, ty, vec: Vec):
+    """An operand as an LLVM vector of ``vec``'s lanes (a scalar is cast and splat)."""
+    if isinstance(ty, Vec):
+        return value
+    scalar = context.cast(builder, value, ty, vec.dtype)
+    return _splat(builder, scalar, _llvm(context, vec))
+
+
+# --- memory ----------------------------------------------------------------------------------
+
+
+def _index_types(arr, idx) -> bool:
+    return (isinstance(arr, types.Array) and isinstance(idx, types.BaseTuple)
+            and len(idx) == arr.ndim and all(isinstance(t, types.Integer) for t in idx))
+
+
+def _pointer(context, builder, aryty, ary, idxty, idx):
+    """The address of ``ary[idx]`` (``idx`` a tuple of integers; no bounds check)."""
+    array = context.make_array(aryty)(context, builder, ary)
+    indices = [context.cast(builder, builder.extract_value(idx, n), t, types.intp)
+               for n, t in enumerate(idxty)]
+    return cgutils.get_item_pointer(context, builder, aryty, array, indices, wraparound=False,
+                                    boundscheck=False)
+
+
+@intrinsic
+def vload(typingctx, arr, idx, n):
+    """``n`` (a literal) adjacent elements of ``arr`` from index ``idx`` (a tuple) on; the
+    array is C-contiguous along its last axis."""
+    if not (_index_types(arr, idx) and isinstance(n, types.IntegerLiteral)):
+        return None
+    rt = Vec(arr.dtype, n.literal_value)
+
+    def codegen(context, builder, sig, args):
+        ptr = _pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        vptr = builder.bitcast(ptr, ir.PointerType(_llvm(context, rt)))
+        load = builder.load(vptr)
+        load.align = context.get_abi_sizeof(_llvm(context, arr.dtype))
+        return load
+
+    return rt(arr, idx, n), codegen
+
+
+@intrinsic
+def vstore(typingctx, arr, idx, v):
+    """Store the lanes of ``v`` into ``arr`` from index ``idx`` (a tuple) on."""
+    if not (_index_types(arr, idx) and isinstance(v, Vec) and v.dtype == arr.dtype):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        vptr = builder.bitcast(ptr, ir.PointerType(args[2].type))
+        store = builder.store(args[2], vptr)
+        store.align = context.get_abi_sizeof(_llvm(context, arr.dtype))
+        return context.get_dummy_value()
+
+    return types.none(arr, idx, v), codegen
+
+
+# --- lanes ---------------------------------------------------------------------------------------
+
+
+@intrinsic
+def vsplat(typingctx, x, n):
+    """``n`` copies of the scalar ``x``."""
+    if not (isinstance(n, types.IntegerLiteral) and isinstance(x, (types.Float, types.Integer))):
+        return None
+    rt = Vec(x, n.literal_value)
+
+    def codegen(context, builder, sig, args):
+        return _splat(builder, args[0], _llvm(context, rt))
+
+    return rt(x, n), codegen
+
+
+@intrinsic
+def vlane(typingctx, v, m):
+    """Lane ``m`` of ``v``, a scalar."""
+    if not (isinstance(v, Vec) and isinstance(m, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.extract_element(args[0], context.cast(builder, args[1], sig.args[1],
+                                                             types.int32))
+
+    return v.dtype(v, m), codegen
+
+
+@intrinsic
+def vadd_lane(typingctx, v, m, t):
+    """``v`` with ``t`` added to lane ``m`` (the same one IEEE addition a vector add makes in
+    that lane: a strided row's terms reach the lanes exactly as a contiguous row's do)."""
+    if not (isinstance(v, Vec) and isinstance(m, types.Integer) and isinstance(t, types.Number)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        lane = context.cast(builder, args[1], sig.args[1], types.int32)
+        old = builder.extract_element(args[0], lane)
+        new = builder.fadd(old, context.cast(builder, args[2], sig.args[2], v.dtype))
+        return builder.insert_element(args[0], new, lane)
+
+    return v(v, m, t), codegen
+
+
+@intrinsic
+def vset_lane(typingctx, v, m, x):
+    """``v`` with lane ``m`` replaced by ``x``."""
+    if not (isinstance(v, Vec) and isinstance(m, types.Integer) and isinstance(x, types.Number)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        lane = context.cast(builder, args[1], sig.args[1], types.int32)
+        return builder.insert_element(args[0], context.cast(builder, args[2], sig.args[2],
+                                                            v.dtype), lane)
+
+    return v(v, m, x), codegen
+
+
+# --- conversions ---------------------------------------------------------------------------------
+
+
+@intrinsic
+def vconvert(typingctx, v, to):
+    """``v``'s lanes converted to the scalar type ``to`` (a NumberClass such as
+    ``np.float64``): float widening/narrowing (rounded to nearest, ties to even), integer
+    widening/truncation, or float16 bits (``uint16``) to float32 and back with LLVM's ``half``
+    (the caller makes sure the CPU has F16C)."""
+    if not (isinstance(v, Vec) and isinstance(to, types.NumberClass)):
+        return None
+    dst = to.instance_type
+    rt = Vec(dst, v.n)
+
+    def codegen(context, builder, sig, args):
+        src, value = v.dtype, args[0]
+        target = _llvm(context, rt)
+        if src == types.uint16 and dst == types.float32:  # float16 bits
+            half = builder.bitcast(value, ir.VectorType(ir.HalfType(), v.n))
+            return builder.fpext(half, target)
+        if src == types.float32 and dst == types.uint16:
+            half = builder.fptrunc(value, ir.VectorType(ir.HalfType(), v.n))
+            return builder.bitcast(half, target)
+        if isinstance(src, types.Float) and isinstance(dst, types.Float):
+            if src.bitwidth < dst.bitwidth:
+                return builder.fpext(value, target)
+            return builder.fptrunc(value, target) if src.bitwidth > dst.bitwidth else value
+        if isinstance(src, types.Integer) and isinstance(dst, types.Integer):
+            if src.bitwidth < dst.bitwidth:
+                return (builder.sext if src.signed else builder.zext)(value, target)
+            return builder.trunc(value, target) if src.bitwidth > dst.bitwidth else value
+        raise TypeError(f"vconvert: {src} to {dst}")
+
+    return rt(v, to), codegen
+
+
+@intrinsic
+def vbitcast(typingctx, v, to):
+    """``v``'s bits as lanes of the same width of the scalar type ``to``."""
+    if not (isinstance(v, Vec) and isinstance(to, types.NumberClass)):
+        return None
+    rt = Vec(to.instance_type, v.n)
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(args[0], _llvm(context, rt))
+
+    return rt(v, to), codegen
+
+
+@intrinsic
+def vshift(typingctx, v, amount, op):
+    """Integer lanes shifted by a constant: ``op`` is ``"shl"`` or ``"lshr"``."""
+    if not (isinstance(v, Vec) and isinstance(v.dtype, types.Integer)
+            and isinstance(amount, types.IntegerLiteral) and isinstance(op, types.StringLiteral)):
+        return None
+    name = op.literal_value
+
+    def codegen(context, builder, sig, args):
+        shift = _splat(builder, ir.Constant(_llvm(context, v.dtype), amount.literal_value),
+                       args[0].type)
+        return getattr(builder, name)(args[0], shift)
+
+    return v(v, amount, op), codegen
+
+
+# --- arithmetic, comparisons, masks -------------------------------------------------------------
+
+
+def _vec_of(a, b):
+    """The vector type of a binary operation of ``a`` and ``b`` (one of them a Vec of
+    numbers, the other the same Vec or a scalar), or None."""
+    for va, other in ((a, b), (b, a)):
+        if isinstance(va, Vec) and not _is_mask(va):
+            if other == va or isinstance(other, (types.Number, types.Boolean)):
+                return va
+    return None
+
+
+@intrinsic
+def _vbinary(typingctx, a, b, op):
+    vec = _vec_of(a, b)
+    if vec is None or not isinstance(op, types.StringLiteral):
+        return None
+    name = op.literal_value
+    if isinstance(vec.dtype, types.Integer):
+        name = {"fadd": "add", "fsub": "sub", "fmul": "mul"}.get(name, name)
+
+    def codegen(context, builder, sig, args):
+        x = _operand(context, builder, args[0], sig.args[0], vec)
+        y = _operand(context, builder, args[1], sig.args[1], vec)
+        return getattr(builder, name)(x, y)
+
+    return vec(a, b, op), codegen
+
+
+_FCMP = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
+
+
+@intrinsic
+def _vcompare(typingctx, a, b, op):
+    vec = _vec_of(a, b)
+    if vec is None or not isinstance(op, types.StringLiteral):
+        return None
+    symbol = _FCMP[op.literal_value]
+    rt = Vec(types.boolean, vec.n)
+
+    def codegen(context, builder, sig, args):
+        x = _operand(context, builder, args[0], sig.args[0], vec)
+        y = _operand(context, builder, args[1], sig.args[1], vec)
+        if isinstance(vec.dtype, types.Integer):
+            return builder.icmp_signed(symbol, x, y) if vec.dtype.signed \
+                else builder.icmp_unsigned(symbol, x, y)
+        if symbol == "!=":
+            return builder.fcmp_unordered(symbol, x, y)  # NaN != anything, as Python's !=
+        return builder.fcmp_ordered(symbol, x, y)  # NaN is not >, >=, <, <=, ==
+
+    return rt(a, b, op), codegen
+
+
+@intrinsic
+def _vlogic(typingctx, a, b, op):
+    """``and``/``or`` of masks; a Python bool operand stands for all lanes."""
+    mask = a if _is_mask(a) else b
+    other = b if mask is a else a
+    if not (_is_mask(mask) and (other == mask or isinstance(other, types.Boolean))
+            and isinstance(op, types.StringLiteral)):
+        return None
+    name = op.literal_value + "_"
+
+    def codegen(context, builder, sig, args):
+        def as_mask(value, ty):
+            if _is_mask(ty):
+                return value
+            bit = context.cast(builder, value, ty, types.boolean)
+            return _splat(builder, bit, ir.VectorType(ir.IntType(1), mask.n))
+        return getattr(builder, name)(as_mask(args[0], sig.args[0]),
+                                      as_mask(args[1], sig.args[1]))
+
+    return mask(a, b, op), codegen
+
+
+@intrinsic
+def vselect(typingctx, cond, a, b):
+    """Lane by lane ``a`` where ``cond`` else ``b``; a scalar ``a`` or ``b`` stands for all
+    lanes (``cond`` a mask)."""
+    if not _is_mask(cond):
+        return None
+    vec = _vec_of(a, b)
+    if vec is None or vec.n != cond.n:
+        return None
+
+    def codegen(context, builder, sig, args):
+        x = _operand(context, builder, args[1], sig.args[1], vec)
+        y = _operand(context, builder, args[2], sig.args[2], vec)
+        return builder.select(args[0], x, y)
+
+    return vec(cond, a, b), codegen
+
+
+@intrinsic
+def vabs(typingctx, v):
+    """``|v|`` lane by lane (``llvm.fabs``)."""
+    if not (isinstance(v, Vec) and isinstance(v.dtype, types.Float)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        vty = args[0].type
+        suffix = f"v{vty.count}f{v.dtype.bitwidth}"  # (llvmlite names no vector intrinsics)
+        fabs = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vty, [vty]),
+                                              f"llvm.fabs.{suffix}")
+        return builder.call(fabs, [args[0]])
+
+    return v(v), codegen
+
+
+@overload(abs)
+def _ol_abs(v):
+    if isinstance(v, Vec) and isinstance(v.dtype, types.Float):
+        return lambda v: vabs(v)
+    return None
+
+
+def _overload_binary(op, name):
+    @overload(op)
+    def ol(a, b):
+        if _vec_of(a, b) is not None:
+            return lambda a, b: _vbinary(a, b, name)
+        return None
+
+
+def _overload_compare(op, name):
+    @overload(op)
+    def ol(a, b):
+        if _vec_of(a, b) is not None:
+            return lambda a, b: _vcompare(a, b, name)
+        return None
+
+
+def _overload_logic(op, name):
+    @overload(op)
+    def ol(a, b):
+        if _is_mask(a) or _is_mask(b):
+            return lambda a, b: _vlogic(a, b, name)
+        return None
+
+
+for _op, _name in ((operator.add, "fadd"), (operator.sub, "fsub"), (operator.mul, "fmul")):
+    _overload_binary(_op, _name)
+for _op, _name in ((operator.gt, "gt"), (operator.ge, "ge"), (operator.lt, "lt"),
+                   (operator.le, "le"), (operator.eq, "eq"), (operator.ne, "ne")):
+    _overload_compare(_op, _name)
+for _op, _name in ((operator.and_, "and"), (operator.or_, "or")):
+    _overload_logic(_op, _name)
+del _op, _name
