@@ -73,12 +73,16 @@ _ACLNN_PRELU_DTYPES = ("float16", "bfloat16", "float32")
 
 
 def check_semantics(op: str, semantics: str, dtype: str, params: dict, ndim: int,
-                    soc: str | None = None) -> None:
+                    soc: str | None = None, isa: str | None = None) -> None:
     """Reject a combination the chosen vendor API cannot express (one line, exit 2).
 
     ``dtype`` is the name of the data's dtype ("" for one that is not a float); ``soc`` the
-    aclnn SoC profile ``golden --soc`` names.
+    aclnn SoC profile ``golden --soc`` names; ``isa`` the oneDNN instruction set ``--isa``
+    names.
     """
+    if isa is not None and semantics != "onednn":
+        raise CLIError(f"--isa names the CPU of oneDNN's kernels; give it with --semantics onednn, "
+                       f"not {semantics}")
     if soc is not None:
         if semantics != "aclnn":
             raise CLIError(f"--soc names an aclnn SoC profile; give it with --semantics aclnn, "
@@ -108,13 +112,15 @@ def check_semantics(op: str, semantics: str, dtype: str, params: dict, ndim: int
 
 
 def run_op(op: str, arrays: dict, params: dict, semantics: str = "pytorch",
-           soc: str | None = None) -> tuple[dict, dict]:
+           soc: str | None = None, isa: str | None = None) -> tuple[dict, dict]:
     """Run ``op`` under ``semantics``; returns ({output name: array}, notes for case.json).
     ``soc`` (aclnn only): on ``Ascend950`` prelu_backward runs through ``leakyops.aclnn``'s
-    aclnnPreluBackward on that profile, whose grad_weight is the 950 pipeline's."""
+    aclnnPreluBackward on that profile, whose grad_weight is the 950 pipeline's. ``isa``
+    (onednn only): the engine's instruction set (default ``model``, the model's fixed CPU,
+    whatever ``$LEAKYOPS_ONEDNN_ISA`` says, so that golden data is the same on every machine)."""
     try:
         if semantics == "onednn":
-            return _run_onednn(op, arrays, params)
+            return _run_onednn(op, arrays, params, isa or "model")
         if soc == "Ascend950" and op == "prelu_backward":
             return _run_aclnn_prelu_backward(arrays, soc), {"aclnn": {"soc": soc, "grad_weight": (
                 "PReluGradUpdate then PReluGradReduce: each term rounded to the dtype, a float32 "
@@ -174,15 +180,15 @@ def _prelu_layout(x: np.ndarray, w: np.ndarray, axis: int) -> tuple[str, bool]:
     return "NXC", True
 
 
-def _run_onednn(op: str, arrays: dict, params: dict) -> tuple[dict, dict]:
+def _run_onednn(op: str, arrays: dict, params: dict, isa: str) -> tuple[dict, dict]:
     from leakyops import onednn as dg
 
     x = np.ascontiguousarray(arrays["x"])
-    check_semantics(op, "onednn", dtype_name(x.dtype), params, x.ndim)
+    check_semantics(op, "onednn", dtype_name(x.dtype), params, x.ndim, isa=isa)
     spec = OPERATORS[op]
     try:
         dt = dg.data_type_of(x.dtype)
-        eng = dg.Engine(dg.EngineKind.cpu, 0)
+        eng = dg.Engine(dg.EngineKind.cpu, 0, isa=isa)
         strm = dg.Stream(eng)
         if "slope" in spec.params:  # LeakyReLU (check_semantics has refused the backward)
             src = dg.LogicalTensor(0, dt, x.shape)
@@ -228,6 +234,8 @@ def _run_onednn(op: str, arrays: dict, params: dict) -> tuple[dict, dict]:
     except dg.Error as exc:
         raise CLIError(f"--semantics onednn: {first_line(exc)}") from None
     results = [t.to_numpy() for t in tout]
+    notes["isa"] = eng.isa.upper() if eng.isa else "model (AVX-512 kernels, bf16 rounded exactly)"
+    notes["isa_asked"] = isa
     return dict(zip(spec.outputs, results)), {"onednn": notes}
 
 

@@ -158,6 +158,18 @@ def _tolerance_arg(upper: float | None = None):
     return parse
 
 
+def _isa_arg(text: str) -> str:
+    """``--isa``: a oneDNN instruction set as ``ONEDNN_MAX_CPU_ISA`` spells it (any case),
+    ``host`` (this CPU's) or ``model`` (the model's fixed default)."""
+    from leakyops.onednn import _ops as dnnl_ops
+
+    name = text.strip().lower()
+    if name not in dnnl_ops.isa_names():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not one of {', '.join(dnnl_ops.isa_names())} (any case)")
+    return name
+
+
 def _seed_arg(text: str) -> int:
     try:
         value = int(text)
@@ -322,6 +334,9 @@ def _check_op_options(op: str, args) -> None:
         raise CLIError(f"--grad-shape applies to leaky_relu_backward only, not {op}")
     if "axis" not in params and (given("weight_shape") or given("axis")):
         raise CLIError(f"--weight-shape/--axis apply to {_ops_with('axis')} only, not {op}")
+    if given("isa") and getattr(args, "semantics", None) != "onednn":
+        raise CLIError(f"--isa names the CPU of oneDNN's kernels; give it with --semantics onednn, "
+                       f"not {args.semantics}")
 
 
 def _params(op: str, args) -> dict:
@@ -351,7 +366,8 @@ def _case_plan(args) -> tuple[dict, tuple | None]:
     wshape = None
     if "weight" in OPERATORS[op].inputs:
         wshape = args.weight_shape if args.weight_shape is not None else _default_weight_shape(args.shape, params["axis"])
-    _cli_ops.check_semantics(op, args.semantics, args.dtype, params, len(args.shape), soc=args.soc)
+    _cli_ops.check_semantics(op, args.semantics, args.dtype, params, len(args.shape), soc=args.soc,
+                             isa=args.isa)
     return params, wshape
 
 
@@ -362,7 +378,8 @@ def _make_case(args, params: dict, wshape, progress) -> tuple[dict, dict, dict]:
     inputs = _cli_ops.make_inputs(args.op, rng, args.shape, args.dtype, args.values, params,
                                   grad_shape=args.grad_shape, weight_shape=wshape, progress=progress)
     progress.step(f"computing {args.op} ({args.semantics})")
-    outputs, notes = _cli_ops.run_op(args.op, inputs, params, args.semantics, soc=args.soc)
+    outputs, notes = _cli_ops.run_op(args.op, inputs, params, args.semantics, soc=args.soc,
+                                     isa=args.isa)
     return inputs, outputs, notes
 
 
@@ -734,8 +751,8 @@ def cmd_run(args) -> int:
         x = arrays["x"]
         _cli_ops.check_semantics(op, args.semantics,
                                  dtype_name(x.dtype) if x.dtype.kind == "f" or x.dtype == BF16 else "",
-                                 params, x.ndim)
-        outputs, _ = _cli_ops.run_op(op, arrays, params, args.semantics)
+                                 params, x.ndim, isa=args.isa)
+        outputs, _ = _cli_ops.run_op(op, arrays, params, args.semantics, isa=args.isa)
         written = []
         for name, path in zip(out_names, paths):
             arr = np.ascontiguousarray(outputs[name])
@@ -878,6 +895,11 @@ def _add_op_options(p, golden: bool) -> None:
                        help="--semantics aclnn: the SoC profile (default: aclnn's, Ascend910B); on Ascend950 "
                             "prelu_backward's grad_weight is that chip's PReluGradUpdate + PReluGradReduce "
                             "pipeline's (each term rounded to the dtype, then a float32 sum)")
+    p.add_argument("--isa", type=_isa_arg, default=None, metavar="ISA",
+                   help="--semantics onednn: the CPU whose oneDNN kernels the result follows, as "
+                        "ONEDNN_MAX_CPU_ISA names it (AVX2, AVX512_CORE_BF16, ...), 'host' (the one "
+                        "oneDNN dispatches for on this machine) or 'model' (the default: the model's "
+                        "fixed AVX-512 CPU with exact bfloat16, the same on every machine)")
     p.add_argument("--semantics", choices=SEMANTICS, default="pytorch",
                    help="whose rules the result follows: pytorch (default: x > 0, slope in the compute type), "
                         "aclnn (slope converted to float32 for every dtype), ascendc (x >= 0 keeps x, scalar "

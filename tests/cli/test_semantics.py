@@ -184,13 +184,14 @@ def _onednn_prelu(x, w, fmt, pcb, backward=False, g=None):
 def test_onednn_semantics_prelu_layouts(tmp_path, cli_inproc, axis, fmt):
     case, m = golden(cli_inproc, tmp_path, "o", "prelu", "--shape", "2,3,4,5", "--axis", axis,
                      "--semantics", "onednn", "--values", "special")
-    assert m["onednn"] == {"op": "PReLU", "data_format": fmt, "per_channel_broadcast": True}
+    assert m["onednn"] == {"op": "PReLU", "data_format": fmt, "per_channel_broadcast": True,
+                           "isa": "model (AVX-512 kernels, bf16 rounded exactly)", "isa_asked": "model"}
     x, w = load(case, "x"), load(case, "weight")
     (want,) = _onednn_prelu(x, w, fmt, True)
     np.testing.assert_array_equal(bits(load(case, "y")), bits(want))
     case, m = golden(cli_inproc, tmp_path, "ob", "prelu_backward", "--shape", "2,3,4,5", "--axis", axis,
                      "--dtype", "bfloat16", "--semantics", "onednn")
-    assert m["onednn"] == {"op": "PReLUBackward", "data_format": fmt}
+    assert m["onednn"] == {"op": "PReLUBackward", "data_format": fmt, "isa": "model (AVX-512 kernels, bf16 rounded exactly)", "isa_asked": "model"}
     g, x, w = load(case, "grad_output"), load(case, "x"), load(case, "weight")
     gi, gw = _onednn_prelu(x, w, fmt, True, backward=True, g=g)
     np.testing.assert_array_equal(bits(load(case, "grad_input")), bits(gi))
@@ -271,3 +272,42 @@ def test_recorded_rules_fit_the_operator(tmp_path, cli_inproc):
         assert fragment in rules, rules
         res = cli_inproc("verify", case, case / "y.bin")
         assert f"semantics: aclnn ({rules})" in res.stdout
+
+
+@pytest.mark.parametrize("isa", ["AVX2", "sse41", "host"])
+def test_onednn_semantics_isa(tmp_path, cli_inproc, monkeypatch, isa):
+    """``--isa`` picks the CPU whose oneDNN kernels the golden data follows (the engine of that
+    instruction set); without it the model's fixed CPU, whatever ``$LEAKYOPS_ONEDNN_ISA`` says,
+    so that golden data is the same on every machine. Special values, where the AVX-512, AVX2
+    and SSE4.1 kernels differ (NaN src, infinite slopes)."""
+    from leakyops import onednn as dg
+
+    monkeypatch.setenv("LEAKYOPS_ONEDNN_ISA", "SSE41")
+    args = ("prelu_backward", "--shape", "2,3,64", "--dtype", "float32", "--semantics", "onednn",
+            "--values", "special", "--seed", "1")  # (seed 1: the kernels differ on these data)
+    case, m = golden(cli_inproc, tmp_path, "isa", *args, "--isa", isa)
+    engine_isa = dg.Engine(isa=isa).isa
+    assert m["onednn"]["isa"] == engine_isa.upper() and m["onednn"]["isa_asked"] == isa.lower()
+    x, w, g = load(case, "x"), load(case, "weight"), load(case, "grad_output")
+    monkeypatch.setenv("LEAKYOPS_ONEDNN_ISA", isa)
+    gi, gw = _onednn_prelu(x, w, "NCX", True, backward=True, g=g)
+    assert np.array_equal(bits(load(case, "grad_input")), bits(gi))
+    assert np.array_equal(bits(load(case, "grad_weight")), bits(gw))
+    monkeypatch.setenv("LEAKYOPS_ONEDNN_ISA", "SSE41")
+    default, md = golden(cli_inproc, tmp_path, "model", *args)
+    assert md["onednn"]["isa_asked"] == "model" and md["onednn"]["isa"].startswith("model")
+    monkeypatch.setenv("LEAKYOPS_ONEDNN_ISA", "model")
+    gi_model, gw_model = _onednn_prelu(x, w, "NCX", True, backward=True, g=g)
+    assert np.array_equal(bits(load(default, "grad_input")), bits(gi_model))
+    if engine_isa in ("avx2", "sse41"):  # so the golden data above followed --isa
+        assert not (np.array_equal(bits(gi), bits(gi_model)) and np.array_equal(bits(gw), bits(gw_model)))
+
+
+def test_onednn_isa_errors(tmp_path, cli, check_error):
+    check_error(cli("golden", "prelu", "--shape", "2,4", "--isa", "avx2", "-o", tmp_path / "a"), 2,
+                "--isa", "--semantics onednn")
+    check_error(cli("golden", "prelu", "--shape", "2,4", "--semantics", "onednn", "--isa", "avx9",
+                    "-o", tmp_path / "b"), 2, "--isa", "model, host, sse41")
+    check_error(cli("run", "leaky_relu", tmp_path / "missing.npy", "--isa", "avx2",
+                    "-o", tmp_path / "y.npy"), 2, "--isa")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

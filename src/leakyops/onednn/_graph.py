@@ -398,8 +398,9 @@ class Engine:
     best instruction set is this one, spelled as ``ONEDNN_MAX_CPU_ISA`` spells it
     (``"AVX2"``, ``"AVX512_CORE_BF16"``, …, any case), or ``"host"``: the one oneDNN itself
     dispatches for on this CPU (its features, capped by ``ONEDNN_MAX_CPU_ISA`` as the library
-    caps itself). Without it, ``$LEAKYOPS_ONEDNN_ISA`` (a name or ``host``) if set, else the
-    model's fixed default: an AVX-512 CPU that rounds bf16 exactly. It selects the variant of the jit PReLU kernels (the AVX2, AVX
+    caps itself), or ``"model"``: the model's fixed default, an AVX-512 CPU that rounds bf16
+    exactly, the same on every machine (``isa`` is then None). Without it,
+    ``$LEAKYOPS_ONEDNN_ISA`` (any of these names) if set, else ``"model"``. It selects the variant of the jit PReLU kernels (the AVX2, AVX
     and SSE4.1 ones differ from AVX-512's at NaN, ±0 and underflow), the flush of bf16
     results below 2**-126 to zeros of their sign on CPUs with AVX512-BF16 (or AVX2-VNNI-2),
     and which data types have kernels (bf16 from AVX512_CORE, f16 from AVX512_CORE_FP16,

@@ -354,26 +354,39 @@ def host_isa(features: frozenset[str] | None = None) -> str:
          f"(CPU features found: {', '.join(sorted(have)) or 'none'})")
 
 
+#: The name of the model's fixed default CPU (an AVX-512 one that rounds bf16 exactly and has
+#: kernels for every data type): ``isa="model"``, the same on every machine.
+MODEL_ISA = "model"
+
+
 def isa_name(isa: str | None, *, source: str = "isa") -> str | None:
     """A checked instruction-set name (``ONEDNN_MAX_CPU_ISA`` spelling, any case), ``"host"``
-    (this CPU's, :func:`host_isa`) or None. ``source`` names where the value came from."""
+    (this CPU's, :func:`host_isa`), or None for ``None`` and ``"model"`` (the model's fixed
+    default). ``source`` names where the value came from."""
     if isa is None:
         return None
     if not isinstance(isa, str):
         fail(Status.invalid_arguments, f"{source} must be a string, got {isa!r}")
     name = isa.strip().lower()
+    if name == MODEL_ISA:
+        return None
     if name == "host":
         return host_isa()
     if name not in _ISAS:
         fail(Status.invalid_arguments,
-             f"{source}: unknown instruction set {isa!r}; one of HOST, "
+             f"{source}: unknown instruction set {isa!r}; one of MODEL, HOST, "
              f"{', '.join(i.upper() for i in _ISAS)}")
     return name
 
 
+def isa_names() -> tuple[str, ...]:
+    """Every name ``isa=`` takes: ``model``, ``host`` and oneDNN 3.2's instruction sets."""
+    return (MODEL_ISA, "host", *_ISAS)
+
+
 def default_isa() -> str | None:
     """The instruction set of an ``Engine()`` made without one: ``$LEAKYOPS_ONEDNN_ISA`` if set
-    (a name or ``host``), else None (the model's fixed default)."""
+    (a name, ``host`` or ``model``), else None (the model's fixed default)."""
     raw = os.environ.get(ISA_ENV, "")
     return isa_name(raw, source=f"${ISA_ENV}") if raw.strip() else None
 
