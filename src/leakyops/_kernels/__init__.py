@@ -40,7 +40,7 @@ Kernels never validate and never allocate Python objects; they release the GIL. 
 """
 
 from ._jit import entry_point
-from ._loops import (PARTIALS_BUDGET, UNIT, combine_partials, copy_row, lrelu_bwd_nd,
+from ._loops import (PARTIALS_BUDGET, UNIT, combine_partials, copy_row, lrelu_bwd_nd, round_sums,
                      lrelu_bwd_row, lrelu_fwd_nd, lrelu_fwd_nd_inplace, lrelu_fwd_row,
                      lrelu_fwd_row_inplace, prelu_bwd_c_run, prelu_bwd_nd, prelu_fwd_c_run,
                      prelu_fwd_nd)
@@ -59,4 +59,4 @@ __all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL
            "lrelu_fwd_row_par", "lrelu_fwd_row_inplace_par", "lrelu_bwd_row_par",
            "lrelu_fwd_nd_par", "lrelu_fwd_nd_inplace_par", "lrelu_bwd_nd_par",
            "prelu_fwd_nd_par", "prelu_fwd_c_run_par", "prelu_bwd_nd_par", "prelu_bwd_c_run_par",
-           "copy_row_par", "UNIT", "PARTIALS_BUDGET", "h2f_soft", "f2h_soft"]
+           "copy_row_par", "UNIT", "PARTIALS_BUDGET", "h2f_soft", "f2h_soft", "round_sums"]

@@ -18,7 +18,7 @@ from numba.extending import intrinsic, overload
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
 from ._rules import (_kahan_add, _load, _load64, _lrelu, _lrelu_grad, _narrow, _prelu_term,
-                     _scalar, _start_partials, _sum_start, _term_of)
+                     _round_sum, _scalar, _start_partials, _sum_start, _term_of)
 from ._vector import LANES, vadd_lane, vlane, vload, vset_lane, vsplat, vstore
 
 
@@ -318,22 +318,38 @@ def prelu_bwd_nd(g, x, gi, w, acc, comp, woff, ws0, ws1, ws2, ge):
                 _prelu_bwd_row(gr, xr, gir, w, acc, comp, base, ws2, ge)
 
 
+@njit(inline="always", **NJIT_OPTIONS)
+def _combined(partials, j, ge):
+    """``sum_i (partials[i, 0, j] - partials[i, 1, j])``, compensated, i = 0, 1, … (from
+    ``_sum_start(ge)``)."""
+    total, comp = _sum_start(ge), 0.0
+    for i in range(partials.shape[0]):
+        hi, lo = partials[i, 0, j], -partials[i, 1, j]
+        total, comp = _kahan_add(total, comp, hi)
+        total, comp = _kahan_add(total, comp, lo)
+    return total - comp
+
+
 @_jit
 def combine_partials(partials, out, ge):
-    """``out[j] = sum_i (partials[i, 0, j] - partials[i, 1, j])``, compensated, i = 0, 1, …
-    (from ``_sum_start(ge)``)."""
+    """``out[j]``: the float64 sum of the partial (acc, comp) pairs of weight element j."""
     for j in range(out.shape[0]):
-        total, comp = _sum_start(ge), 0.0
-        for i in range(partials.shape[0]):
-            hi, lo = partials[i, 0, j], -partials[i, 1, j]
-            total, comp = _kahan_add(total, comp, hi)
-            total, comp = _kahan_add(total, comp, lo)
-        out[j] = total - comp
+        out[j] = _combined(partials, j, ge)
+
+
+@_jit
+def round_sums(sums, out):
+    """``out[j]``: the float64 sum ``sums[j]`` rounded once to ``out``'s storage kind (to
+    nearest, ties to even; ±inf on overflow; NaN stays NaN)."""
+    for j in range(out.shape[0]):
+        out[j] = _round_sum(sums[j], out)
+
 
 @_jit
 def copy_row(src, dst):
     for k in range(src.shape[0]):
         dst[k] = src[k]
+
 
 @njit(inline="always", **NJIT_OPTIONS)
 def _part(n, parts, c):
@@ -341,6 +357,7 @@ def _part(n, parts, c):
     step = (n + parts - 1) // parts
     lo = min(c * step, n)
     return lo, min(lo + step, n)
+
 
 # ---------------------------------------------------------------------------------------------
 # prelu on C-contiguous 3-D views with a 1-D weight: (outer, C, inner) with the slope per row
@@ -382,6 +399,7 @@ def prelu_fwd_c(x, out, w, per_k, ge, axis, lo, hi):
 @_jit
 def prelu_fwd_c_run(x, out, w, per_k, ge, axis):
     prelu_fwd_c(x, out, w, per_k, ge, axis, 0, x.shape[axis])
+
 
 @_jit
 def prelu_bwd_c(g, x, gi, w, acc, comp, per_k, ge, axis, lo, hi):

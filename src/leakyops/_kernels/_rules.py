@@ -295,6 +295,39 @@ def _ol_narrow(value, like):
     return None
 
 
+@njit(inline="always", **NJIT_OPTIONS)
+def _odd32(v):
+    """A float64 rounded to float32 to odd: truncated, then the last bit set where anything was
+    cut off. Rounding that once more to nearest even in a format with at least two bits fewer
+    (float16, bfloat16) gives the float64 rounded once (overflow included: a too-large value
+    becomes float32's largest odd number, which rounds on to ±inf)."""
+    r = np.float32(v)  # to nearest even
+    if r != r or np.float64(r) == v:
+        return r  # NaN, or exact
+    u = _f32_as_u32(r)
+    if u & np.uint32(1):
+        return r  # already odd: the neighbour on the other side of v is even
+    # r is the even neighbour of v: take the other one, which is odd (toward v)
+    toward_zero = abs(np.float64(r)) > abs(v)
+    return _u32_as_f32(u - np.uint32(1) if toward_zero else u + np.uint32(1))
+
+
+def _round_sum(v, like):
+    """A float64 sum rounded once to the element type of the result array ``like``."""
+
+
+@overload(_round_sum, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_round_sum(v, like):
+    dt = like.dtype
+    if dt == types.float64:
+        return lambda v, like: v
+    if dt == types.float32:
+        return lambda v, like: np.float32(v)
+    if dt in (types.uint16, types.int16):
+        return lambda v, like: _narrow(_odd32(v), like)
+    return None
+
+
 def _scalar(s, like):
     """A slope (any float) in the compute type of the result array ``like``, rounded once."""
 
@@ -603,6 +636,7 @@ def _ol_prelu_term(x64, g64, ge):
     if _rule_of(ge) is None:
         return lambda x64, g64, ge: _select(_keep(x64, ge), 0.0, x64 * g64)
     return lambda x64, g64, ge: _to64(_term32(_to32(x64), _to32(g64), ge))
+
 
 def _term_of(xs, gs, xv, gv, ge):
     """The weight-gradient term, in float64, of stored elements ``xs``, ``gs`` (scalars or

@@ -61,12 +61,14 @@ def lrelu_bwd_row_par(g, t, out, s, ge, nthreads):
         lo, hi = _chunk(n, nthreads, c)
         lrelu_bwd_row(g[lo:hi], t[lo:hi], out[lo:hi], s, ge)
 
+
 @_jit(parallel=True)
 def copy_row_par(src, dst, nthreads):
     n = src.shape[0]
     for c in prange(nthreads):
         lo, hi = _chunk(n, nthreads, c)
         copy_row(src[lo:hi], dst[lo:hi])
+
 
 @_jit(parallel=True)
 def lrelu_fwd_nd_par(x, out, s, ge, axis, nthreads):
@@ -145,12 +147,14 @@ def prelu_bwd_nd_par(g, x, gi, w, partials, woff, ws0, ws1, ws2, ge, axis, bound
             prelu_bwd_nd(g[:, :, lo:hi], x[:, :, lo:hi], gi[:, :, lo:hi], w, p[0], p[1], off,
                          ws0, ws1, ws2, ge)
 
+
 @_jit(parallel=True)
 def prelu_fwd_c_run_par(x, out, w, per_k, ge, axis, nthreads):
     n = x.shape[axis]
     for c in prange(nthreads):
         lo, hi = _part(n, nthreads, c)
         prelu_fwd_c(x, out, w, per_k, ge, axis, lo, hi)
+
 
 @_jit(parallel=True)
 def prelu_bwd_c_run_par(g, x, gi, w, acc, per_k, ge, nthreads):
