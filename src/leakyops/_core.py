@@ -7,9 +7,12 @@ allocate → one kernel call → return. The ``*_impl`` functions carry the fron
 
 from __future__ import annotations
 
+import decimal
 import math
 import numbers
 import operator
+import sys
+from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
@@ -20,8 +23,10 @@ from ._config import PARALLEL_MIN_BYTES
 __all__ = [
     "SUPPORTED_DTYPES",
     "as_array",
+    "plain_view",
     "check_dtype",
     "slope_value",
+    "compute_dtype",
     "check_self_is_result",
     "result_dtype",
     "prelu_dtype",
@@ -90,13 +95,27 @@ def _named_call(fname: str, check, *args):
         raise _named(exc, fname) from None
 
 
+def _masked(value) -> bool:
+    """Whether ``value`` is a ``numpy.ma.MaskedArray`` (none exists before numpy.ma is imported)."""
+    ma = sys.modules.get("numpy.ma")
+    return ma is not None and isinstance(value, ma.MaskedArray)
+
+
+def _refuse_masked(value, arg: str) -> None:
+    if _masked(value):
+        raise _ArgTypeError(f"{arg} is a numpy.ma.MaskedArray: leakyops does not apply masks, so "
+                            f"masked elements would be computed (or written) like any other; "
+                            f"pass {arg}.data, or {arg}.filled(value)")
+
+
 def _as_array(value, arg: str) -> np.ndarray:
     if type(value) is not np.ndarray:
         if value is None or isinstance(value, (str, bytes)):
             raise _ArgTypeError(f"{arg} must be an array of {_SUPPORTED_NAMES}, "
                                 f"got {type(value).__name__}")
+        _refuse_masked(value, arg)
         try:
-            value = np.asarray(value)
+            value = np.asarray(value)  # (an ndarray subclass becomes a plain view)
         except Exception as exc:  # ragged lists, objects NumPy cannot take
             raise _ArgTypeError(f"{arg} is not an array-like: {exc}") from None
     _check_dtype(value.dtype, arg)
@@ -104,9 +123,36 @@ def _as_array(value, arg: str) -> np.ndarray:
 
 
 def as_array(value, fname: str, arg: str) -> np.ndarray:
-    """``value`` as an ndarray of a supported dtype (array-likes converted, no copy of an
-    ndarray); a TypeError naming ``fname`` and ``arg`` otherwise."""
+    """``value`` as a plain ndarray of a supported dtype (array-likes converted, ndarray
+    subclasses viewed, no copy of an ndarray); a TypeError naming ``fname`` and ``arg``
+    otherwise (masked arrays included: see :func:`plain_view`)."""
     return _named_call(fname, _as_array, value, arg)
+
+
+def _plain_view(value, arg: str, writable: bool = True, any_dtype: bool = False) -> np.ndarray:
+    if type(value) is not np.ndarray:
+        if not isinstance(value, np.ndarray):
+            raise _ArgTypeError(f"{arg} must be a numpy.ndarray, got {type(value).__name__}")
+        _refuse_masked(value, arg)
+        # np.matrix, np.memmap and other subclasses: the same memory as a plain ndarray, so
+        # that reshape and view behave as NumPy's own (a matrix stays 2-D when reshaped)
+        value = np.ndarray.view(value, np.ndarray)
+    if not any_dtype:
+        _check_dtype(value.dtype, arg)
+    if writable and not value.flags.writeable:
+        raise _ArgValueError(f"{arg} is read-only")
+    return value
+
+
+def plain_view(value, fname: str, arg: str, *, writable: bool = True,
+               any_dtype: bool = False) -> np.ndarray:
+    """``value``'s memory as a plain ``numpy.ndarray`` (no copy), the one way every output and
+    buffer enters the core: a plain ndarray as it is, a subclass (``np.matrix``,
+    ``np.memmap``, ...) viewed as ``np.ndarray``; a masked array (its mask would be ignored)
+    or anything that is not an ndarray a TypeError, a read-only array a ValueError when
+    ``writable``, a dtype other than the four a TypeError unless ``any_dtype`` (raw buffers).
+    Errors name ``fname`` and ``arg``. Unaligned memory and any strides are accepted."""
+    return _named_call(fname, _plain_view, value, arg, writable, any_dtype)
 
 
 def _check_dtype(dtype, arg: str) -> np.dtype:
@@ -123,67 +169,158 @@ def check_dtype(dtype, fname: str, arg: str) -> np.dtype:
     return _named_call(fname, _check_dtype, np.dtype(dtype), arg)
 
 
-def _slope_value(value, arg: str = "negative_slope") -> float:
+#: Python ints whose float64 value is exact (every int up to 2**53 in magnitude)
+_EXACT_INT = 2 ** 53
+_F32 = np.dtype(np.float32)
+_F16 = np.dtype(np.float16)
+#: The types a slope is rounded to: (significand bits, smallest normal exponent, largest exponent)
+_FORMATS = {_F16: (11, -14, 15), BFLOAT16: (8, -126, 127), _F32: (24, -126, 127),
+            _F64: (53, -1022, 1023)}
+_SLOPE_TYPES = ("bool, int, float, fractions.Fraction, decimal.Decimal, a NumPy real scalar "
+                "or a one-element array")
+
+
+def _slope_exact(value, arg: str = "negative_slope"):
+    """The slope's exact value: a Python float where it is one (every float type up to
+    float64, bools, ints up to 2**53), else an int or a Fraction (larger ints, NumPy's int64
+    and uint64 among them, Fraction, Decimal, longdouble): nothing is rounded here."""
     if type(value) is float:
         return value
     if isinstance(value, np.ndarray):
         if value.size != 1:
             raise _ArgValueError(f"{arg} must be a real scalar, got an array of shape "
                                  f"{value.shape}")
-        value = value.reshape(()).item() if value.dtype.kind in "biuf" else value.reshape(())[()]
+        value = value.reshape(())[()]  # a NumPy scalar of the array's dtype (or its object)
     if isinstance(value, (bool, np.bool_)):
         return 1.0 if value else 0.0
+    if isinstance(value, (np.timedelta64, np.datetime64)):  # (timedelta64 is an np.integer)
+        raise _ArgTypeError(f"{arg} must be a real number, got {type(value).__name__} "
+                            f"{value!r} (a time, not a slope)")
     if isinstance(value, (numbers.Integral, np.integer)):
-        try:
-            return float(int(value))
-        except OverflowError:  # beyond float64: rounds to ±inf like any float overflow
-            return float("inf") if value > 0 else float("-inf")
-    if isinstance(value, (float, np.floating)) or (
-            isinstance(value, np.generic) and value.dtype == BFLOAT16):
+        n = int(value)
+        return float(n) if -_EXACT_INT <= n <= _EXACT_INT else n
+    if isinstance(value, np.floating) or (isinstance(value, np.generic)
+                                          and value.dtype == BFLOAT16):
+        if value.dtype.itemsize <= 8 or not np.isfinite(value):
+            return float(value)  # exact: float16, bfloat16, float32, float64, ±inf, NaN
+        return Fraction(*value.as_integer_ratio())  # longdouble
+    if isinstance(value, float):
         return float(value)
-    if isinstance(value, numbers.Real):  # fractions.Fraction and other registered reals
+    if isinstance(value, numbers.Rational):  # fractions.Fraction and other registered ones
+        return Fraction(value.numerator, value.denominator)
+    if isinstance(value, decimal.Decimal):
+        if value.is_finite():
+            return Fraction(value)
+        return float("nan") if value.is_nan() else float(value)
+    if isinstance(value, numbers.Real):  # other registered reals: their own float()
         return float(value)
-    raise _ArgTypeError(f"{arg} must be a real scalar (bool, int, float, a NumPy real "
-                        f"scalar or a 0-d array), got {type(value).__name__}")
+    raise _ArgTypeError(f"{arg} must be a real scalar ({_SLOPE_TYPES}), "
+                        f"got {type(value).__name__}")
 
 
-def slope_value(value, fname: str = "leaky_relu", arg: str = "negative_slope") -> float:
-    """The slope as a Python float (exact for every float type; ints round to nearest)."""
-    return _named_call(fname, _slope_value, value, arg)
+def _round_exact(q, dtype: np.dtype) -> float:
+    """An exact rational ``q`` (int or Fraction) rounded once to ``dtype``: to nearest, ties to
+    even, beyond the largest finite value to ±inf; returned as the Python float of that value."""
+    p, emin, emax = _FORMATS[dtype]
+    n, d = (q, 1) if type(q) is int else (q.numerator, q.denominator)
+    if n == 0:
+        return 0.0
+    sign = -1.0 if n < 0 else 1.0
+    n = abs(n)
+    e = n.bit_length() - d.bit_length()  # then 2**(e-1) < n/d < 2**(e+1)
+    if (n << -e if e < 0 else n) < (d << e if e > 0 else d):
+        e -= 1  # now 2**e <= n/d < 2**(e+1)
+    if e > emax:
+        return sign * math.inf
+    ulp = max(e, emin) - (p - 1)  # the exponent of the result's last significand bit
+    num, den = (n, d << ulp) if ulp >= 0 else (n << -ulp, d)
+    m, r = divmod(num, den)
+    if 2 * r > den or (2 * r == den and m & 1):
+        m += 1
+    if ulp + m.bit_length() - 1 > emax:  # rounded up past the largest finite value
+        return sign * math.inf
+    return sign * math.ldexp(m, ulp)
 
 
 _F32_MAX = float(np.finfo(np.float32).max)
+_F16_MAX = float(np.finfo(np.float16).max)
+
+
+def _round_slope(v, dtype: np.dtype) -> float:
+    """An exact slope (from :func:`_slope_exact`) rounded once to ``dtype`` (float16,
+    bfloat16, float32 or float64), as a Python float."""
+    if type(v) is float:
+        if dtype == _F64 or v != v:
+            return v
+        if dtype == _F32 and -_F32_MAX <= v <= _F32_MAX:
+            return float(np.float32(v))  # (C's double-to-float: one rounding)
+        if dtype == _F16 and -_F16_MAX <= v <= _F16_MAX:
+            return float(np.float16(v))  # (NumPy's double-to-half: one rounding)
+        if math.isinf(v):
+            return v
+        v = Fraction(v)  # beyond the range, or bfloat16 (ml_dtypes rounds through float32)
+    return _round_exact(v, dtype)
+
+
+def _slope_value(value, arg: str = "negative_slope", dtype: np.dtype = _F64) -> float:
+    return _round_slope(_slope_exact(value, arg), dtype)
+
+
+def slope_value(value, fname: str = "leaky_relu", arg: str = "negative_slope",
+                dtype=np.float64) -> float:
+    """The slope rounded once, from its exact value, to ``dtype`` (float16, bfloat16, float32
+    or float64; the default float64), as a Python float; to round it as the kernels do for a
+    result of some dtype, pass ``dtype=compute_dtype(that dtype)``.
+
+    Any real scalar: bool, int of any size, float, Fraction, Decimal, a NumPy real scalar
+    (int64, uint64 and longdouble included), a one-element array. A time (timedelta64,
+    datetime64), complex, string or None is a TypeError naming ``fname`` and ``arg``.
+    """
+    dt = dtype if dtype in _FORMATS else np.dtype(dtype)  # (np.dtype() only where needed)
+    if dt not in _FORMATS:
+        raise ValueError(f"slope_value: dtype must be one of {_SUPPORTED_NAMES}, got {dt}")
+    if type(value) is float and dt is _F64:  # the common case, at once
+        return value
+    return _named_call(fname, _slope_value, value, arg, dt)
+
+
+def compute_dtype(dtype) -> np.dtype:
+    """The type the kernels compute a result of ``dtype`` in: float64 for float64, float32 for
+    float16, bfloat16 and float32 (its slope is rounded once to it)."""
+    return _F64 if np.dtype(dtype) == _F64 else _F32
 
 
 def _slope(value, dtype: np.dtype, slope_dtype):
-    """The slope as the kernels take it for a ``dtype`` result (float64 for float64, else
-    float32), rounded first to ``slope_dtype`` if given (``"storage"``: to ``dtype``)."""
-    v = _slope_value(value)
+    """The slope as the kernels take it for a ``dtype`` result: rounded once from its exact
+    value to the compute type (np.float64 for float64, np.float32 otherwise), or, given
+    ``slope_dtype`` (``"storage"``: ``dtype``), rounded once to that type and widened exactly.
+    The kernels' own conversion (``_kernels._scalar``) then changes nothing."""
+    v = _slope_exact(value)
     if slope_dtype is not None:
         if isinstance(slope_dtype, str):
             if slope_dtype != "storage":
                 raise _ArgValueError(f"unknown slope_dtype {slope_dtype!r}")
             slope_dtype = dtype
-        with np.errstate(over="ignore"):  # beyond the type's range: ±inf, like any rounding
-            v = float(np.asarray(v, dtype=np.float64).astype(slope_dtype))
+        slope_dtype = np.dtype(slope_dtype)
+        if slope_dtype not in _FORMATS:
+            raise _ArgValueError(f"slope_dtype must be one of {_SUPPORTED_NAMES} or 'storage', "
+                                 f"got {slope_dtype}")
+        v = _round_slope(v, slope_dtype)
     if dtype == _F64:
-        return np.float64(v)
-    if -_F32_MAX <= v <= _F32_MAX:  # np.errstate is slow next to a small call: only if needed
+        return np.float64(_round_slope(v, _F64))
+    if type(v) is float and -_F32_MAX <= v <= _F32_MAX:  # the common case, at once
         return np.float32(v)
-    with np.errstate(over="ignore"):  # beyond float32's range (or NaN): ±inf, like any rounding
-        return np.float32(v)
+    return np.float32(_round_slope(v, _F32))  # exact: ±inf and NaN convert without warnings
 
 
 def _out(out, shape, arg: str = "out") -> np.ndarray:
-    if type(out) is not np.ndarray and not isinstance(out, np.ndarray):
-        raise _ArgTypeError(f"{arg} must be a numpy.ndarray, got {type(out).__name__}")
-    _check_dtype(out.dtype, arg)
-    if out.shape != shape:
-        raise _ArgValueError(f"{arg} has shape {out.shape}, the result has shape {shape}")
-    if not out.flags.writeable:
-        raise _ArgValueError(f"{arg} is read-only")
-    _no_internal_overlap(out, arg)
-    return out
+    """``out`` checked for a result of ``shape``, as the plain view the kernels write (the
+    caller returns the ``out`` it was given: a subclass stays itself)."""
+    view = _plain_view(out, arg)
+    if view.shape != shape:
+        raise _ArgValueError(f"{arg} has shape {view.shape}, the result has shape {shape}")
+    _no_internal_overlap(view, arg)
+    return view
 
 
 def _no_internal_overlap(a: np.ndarray, arg: str) -> None:
@@ -413,20 +550,27 @@ def _needs_temp(out: np.ndarray, dtype, inputs) -> bool:
 
 
 def _finish(out, shape, dtype, inputs, compute):
-    """Allocate or check ``out``, run ``compute(dest)``, honour casting and overlap."""
+    """Allocate or check ``out``, run ``compute(dest)``, honour casting and overlap; returns
+    the plain array written (the caller returns the ``out`` it was given, if any)."""
     if out is None:
         dest = np.empty(shape, dtype)
         compute(dest)
         return dest
-    out = _out(out, shape)
-    if _needs_temp(out, dtype, inputs):
+    dest = _out(out, shape)
+    if _needs_temp(dest, dtype, inputs):
         tmp = np.empty(shape, dtype)
         compute(tmp)
         with np.errstate(over="ignore", invalid="ignore"):  # casts overflow to ±inf
-            np.copyto(out, tmp, casting="unsafe")
+            np.copyto(dest, tmp, casting="unsafe")
     else:
-        compute(out)
-    return out
+        compute(dest)
+    return dest
+
+
+def _returned(out, result: np.ndarray):
+    """What a public function returns: the ``out`` it was given (a subclass stays itself, as
+    NumPy's ufuncs return theirs), else the new ``result``."""
+    return result if out is None else out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,7 +680,7 @@ def _leaky_relu(x, negative_slope, out, compare, slope_dtype, bf16_flush):
         elif x.dtype.itemsize == 2:
             rule = _kernels.DNNL_ELTWISE_HALF  # its half types' NaNs come back quiet
     if x.size == 0:
-        return _finish(out, x.shape, x.dtype, (x,), lambda dest: None)
+        return _returned(out, _finish(out, x.shape, x.dtype, (x,), lambda dest: None))
 
     def compute(dest):
         _lrelu_fwd(x, dest, s, rule)
@@ -544,7 +688,7 @@ def _leaky_relu(x, negative_slope, out, compare, slope_dtype, bf16_flush):
     result = _finish(out, x.shape, x.dtype, (x,), compute)
     if bf16_flush and result.dtype == BFLOAT16:
         _flush_bf16(result, _leaky_relu(_as_f32(x), float(s), None, compare, None, False))
-    return result
+    return _returned(out, result)
 
 
 _TINY_F32 = np.float32(2.0**-126)
@@ -600,11 +744,9 @@ def _leaky_relu_inplace(x, negative_slope, compare, slope_dtype):
     if not isinstance(x, np.ndarray):
         raise _ArgTypeError(f"x must be a numpy.ndarray to be modified in place, "
                             f"got {type(x).__name__}")
-    _check_dtype(x.dtype, "x")
-    if not x.flags.writeable:
-        raise _ArgValueError("x is read-only")
-    _no_internal_overlap(x, "x")
-    _leaky_relu(x, negative_slope, x, compare, slope_dtype, False)
+    view = _plain_view(x, "x")
+    _no_internal_overlap(view, "x")
+    _leaky_relu(view, negative_slope, view, compare, slope_dtype, False)
     return x
 
 
@@ -658,7 +800,7 @@ def _leaky_relu_backward(grad_output, x, negative_slope, self_is_result, out, co
                                  "do not broadcast") from None
     rule = _rule(compare)
     if math.prod(shape) == 0:
-        return _finish(out, shape, rdtype, (g, x), lambda dest: None)
+        return _returned(out, _finish(out, shape, rdtype, (g, x), lambda dest: None))
 
     def compute(dest):
         if g.shape == x.shape == shape and _all_c_contiguous(g, x, dest):
@@ -669,7 +811,7 @@ def _leaky_relu_backward(grad_output, x, negative_slope, self_is_result, out, co
                                _kernel_view(np.broadcast_to(x, shape))])
             _run_nd(_kernels.lrelu_bwd_nd, [views[1], views[2], views[0]], (s, rule))
 
-    return _finish(out, shape, rdtype, (g, x), compute)
+    return _returned(out, _finish(out, shape, rdtype, (g, x), compute))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -684,13 +826,22 @@ def _unknown(n) -> bool:
 def _prelu_weight_shape(x_shape, weight_shape, axis) -> tuple:
     x_shape, weight_shape = tuple(x_shape), tuple(weight_shape)
     ndim = len(x_shape)
-    if math.prod(weight_shape) == 1:
-        return (1,) * ndim
+    if isinstance(axis, (bool, np.bool_)):  # (operator.index takes Python's bools)
+        raise _ArgTypeError(f"axis must be an int, got {type(axis).__name__}")
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise _ArgTypeError(f"axis must be an int, got {type(axis).__name__}") from None
+    if math.prod(weight_shape) == 1 or len(weight_shape) >= 2:
+        # a shared slope or a broadcast weight: the axis is not used, but must still name one
+        # (x counts as having at least two axes here: the default, 1, is PyTorch's channel
+        # axis for every rank)
+        n = max(ndim, 2)
+        if not -n <= axis < n:
+            raise _ArgValueError(f"axis {axis} is out of bounds for x of shape {x_shape}")
+        if math.prod(weight_shape) == 1:
+            return (1,) * ndim
     if len(weight_shape) == 1:
-        try:
-            axis = operator.index(axis)
-        except TypeError:
-            raise _ArgTypeError(f"axis must be an int, got {type(axis).__name__}") from None
         if ndim == 0 or not -ndim <= axis < ndim:
             raise _ArgValueError(f"weight has {weight_shape[0]} elements but axis={axis} is "
                                  f"out of range for x of shape {x_shape}"
@@ -829,7 +980,7 @@ def _prelu(x, weight, axis, out, compare, bf16_flush):
     wshape = _prelu_weight_shape(x.shape, weight.shape, axis)
     rule = _rule(compare, _DNNL_PRELU)
     if x.size == 0:
-        return _finish(out, x.shape, x.dtype, (x, weight), lambda dest: None)
+        return _returned(out, _finish(out, x.shape, x.dtype, (x, weight), lambda dest: None))
     if weight.size == 1:
         s = _kernels_slope(weight, x.dtype)
 
@@ -845,7 +996,7 @@ def _prelu(x, weight, axis, out, compare, bf16_flush):
     result = _finish(out, x.shape, x.dtype, (x, weight), compute)
     if bf16_flush and result.dtype == BFLOAT16:
         _flush_bf16(result, _prelu(_as_f32(x), _as_f32(weight), axis, None, compare, False))
-    return result
+    return _returned(out, result)
 
 
 def _kernels_slope(weight: np.ndarray, dtype: np.dtype):
@@ -1024,8 +1175,11 @@ def _prelu_backward_plain(g, x, weight, layout, out, rule):
         if type(out) is not tuple or len(out) != 2:
             return None
         gi_out, gw_out = out
+        # (C-contiguous: no element shares its memory with another; a zero-stride grad_weight
+        # goes the general way, which refuses it)
         if gw_out is not None and not (type(gw_out) is np.ndarray and gw_out.dtype == x.dtype
                                        and gw_out.shape == weight.shape and gw_out.flags.writeable
+                                       and gw_out.flags.c_contiguous
                                        and (gi_out is None or not np.may_share_memory(gi_out, gw_out))):
             return None
     if type(g) is not np.ndarray or g.dtype is not x.dtype or g.shape != x.shape \
@@ -1063,17 +1217,19 @@ def _prelu_backward(grad_output, x, weight, axis, out, compare):
     """:func:`prelu_backward_impl` past its contiguous path."""
     g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, compare)
     rule = _rule(compare, _DNNL_PRELU)
-    gi_out, gw_out = _prelu_backward_outs(out, x, weight)
+    gi_view, gw_view = _prelu_backward_outs(out, x, weight)
     # grad_input is read back while it is written (the kernel makes two passes over each
     # stretch), so any overlap with an input goes through a temporary, even out=x
-    direct = gi_out is not None and gi_out.dtype == x.dtype and not any(
-        np.may_share_memory(gi_out, a) for a in (g, x, weight))
-    grad_input = gi_out if direct else np.empty(x.shape, x.dtype)
+    direct = gi_view is not None and gi_view.dtype == x.dtype and not any(
+        np.may_share_memory(gi_view, a) for a in (g, x, weight))
+    grad_input = gi_view if direct else np.empty(x.shape, x.dtype)
     acc = _prelu_backward_into(grad_input, g, x, weight, wshape, rule)
     grad_weight = round_grad_weight(acc, x.dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # casts overflow to ±inf
-        if gi_out is not None and not direct:
-            np.copyto(gi_out, grad_input, casting="unsafe")
-        if gw_out is not None:
-            np.copyto(gw_out, grad_weight, casting="unsafe")
-    return (grad_input if gi_out is None else gi_out), (grad_weight if gw_out is None else gw_out)
+        if gi_view is not None and not direct:
+            np.copyto(gi_view, grad_input, casting="unsafe")
+        if gw_view is not None:
+            np.copyto(gw_view, grad_weight, casting="unsafe")
+    if out is None:
+        return grad_input, grad_weight
+    return _returned(out[0], grad_input), _returned(out[1], grad_weight)

@@ -38,6 +38,11 @@ def test_prelu_weight_shape(x_shape, w_shape, axis, expected):
     ((2, 3, 4), (2, 4), 1, ValueError, r"weight of shape \(2, 4\) does not broadcast to x of shape"),
     ((3, 4), (1, 3, 4), 1, ValueError, r"does not broadcast"),
     ((NAN, 3), (2, 4), 1, ValueError, r"does not broadcast"),  # known extents still count
+    # a one-element weight ignores the axis, but it must still be one (docs/semantics.md, section 4)
+    ((2, 3, 4), (), 5, ValueError, r"^prelu: axis 5 is out of bounds for x of shape \(2, 3, 4\)"),
+    ((2, 3, 4), (1,), "1", TypeError, r"^prelu: axis must be an int, got str"),
+    ((2, 3, 4), (3,), True, TypeError, r"^prelu: axis must be an int, got bool"),
+    ((2, 3, 4), (1,), np.True_, TypeError, r"^prelu: axis must be an int, got bool"),
 ])
 def test_prelu_weight_shape_errors(x_shape, w_shape, axis, error, match):
     with pytest.raises(error, match=match):
@@ -46,7 +51,7 @@ def test_prelu_weight_shape_errors(x_shape, w_shape, axis, error, match):
 
 def test_prelu_weight_shape_is_the_rule_prelu_applies():
     x = np.ones((2, 3, 4), np.float32)
-    for w_shape, axis in [((3,), 1), ((4,), -1), ((3, 1), 1), ((2, 3, 4), 0), ((), 5)]:
+    for w_shape, axis in [((3,), 1), ((4,), -1), ((3, 1), 1), ((2, 3, 4), 0), ((), -3)]:
         w = np.full(w_shape, 0.5, np.float32)
         placed = _core.prelu_weight_shape(x.shape, w.shape, axis)
         expected = np.where(x > 0, x, x * w.reshape(placed))
