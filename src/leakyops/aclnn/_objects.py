@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
 
+from .. import _core
 from ._runtime import DevicePtr, _Allocation
 from ._status import (
     ACL_ERROR_RT_PARAM_INVALID,
@@ -163,6 +164,8 @@ def aclCreateTensor(view_dims: Sequence[SupportsIndex], data_type: aclDataType |
             raise ValueError(f"tensorData must be a device pointer from aclrtMalloc, got {type(data).__name__}")
         elif data.freed:
             raise ValueError(f"tensorData {data!r} was freed")
+        elif data.outside:
+            raise ValueError(f"tensorData {data!r} lies {data.outside}")
         elif n_storage * itemsize > data.available:
             raise ValueError(f"storage of {n_storage} x {itemsize} bytes does not fit in the "
                              f"{data.available} bytes at {data!r}")
@@ -274,11 +277,12 @@ class aclScalar:
         self.destroyed = False
 
     def to_float(self) -> np.float32:
-        with np.errstate(all="ignore"):
-            return np.float32(self.value)
+        # the stored value rounded once to float32 (an int64 beyond 2**53 too), by the core's
+        # one slope conversion
+        return np.float32(_core.slope_value(self.value, "ToFloat", "scalar", np.float32))
 
     def to_double(self) -> float:
-        return float(np.float64(self.value))
+        return _core.slope_value(self.value, "ToDouble", "scalar", np.float64)
 
     def __repr__(self) -> str:
         return f"<aclScalar {dtype_name(self.data_type)} {self.value!r}>"
@@ -306,9 +310,13 @@ def aclCreateScalar(value: SlopeLike, data_type: aclDataType | int) -> aclScalar
         record_error(ACL_ERROR_RT_PARAM_INVALID,
                      f"{fname}: value must be one real number, got {value!r}")
         return None
+    target = NP_DTYPES[dt]
+    if target in _core.SUPPORTED_DTYPES:  # a float type: one rounding (ml_dtypes' bfloat16
+        # cast of a float64 would round twice, through float32)
+        return aclScalar(target.type(_core.slope_value(arr, fname, "value", target)), dt)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        stored = arr.reshape(()).astype(NP_DTYPES[dt])[()]
+        stored = arr.reshape(()).astype(target)[()]  # integers and bool: a C store's wrap
     return aclScalar(stored, dt)
 
 

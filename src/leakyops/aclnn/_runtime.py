@@ -157,17 +157,32 @@ class DevicePtr:
 
     @property
     def available(self) -> int:
-        """Bytes from this address to the end of its allocation (0 once freed)."""
-        if self._alloc.freed:
+        """Bytes from this address to the end of its allocation (0 once freed, and for an
+        address outside it: see :attr:`outside`)."""
+        if self._alloc.freed or self.outside:
             return 0
-        return max(self._alloc.size - self._offset, 0)
+        return self._alloc.size - self._offset
+
+    @property
+    def outside(self) -> str | None:
+        """Why this address lies outside its allocation (before its start or past its end;
+        the end itself is inside, with 0 bytes available), or None."""
+        if self._offset < 0:
+            return f"{-self._offset} bytes before the start of its allocation"
+        if self._offset > self._alloc.size:
+            return (f"{self._offset - self._alloc.size} bytes past the end of its allocation "
+                    f"of {self._alloc.size} bytes")
+        return None
 
     @property
     def freed(self) -> bool:
         return self._alloc.freed
 
     def bytes(self, nbytes: int) -> np.ndarray[tuple[int], np.dtype[np.uint8]]:
-        """A ``uint8`` view of ``nbytes`` bytes at this address (caller checks bounds)."""
+        """A ``uint8`` view of ``nbytes`` bytes at this address (caller checks bounds:
+        ``nbytes <= available``)."""
+        if self.outside or nbytes > self.available:  # never a view of other bytes
+            raise ValueError(f"{self!r}: {nbytes} bytes do not lie inside its allocation")
         return self._alloc.buf[self._offset:self._offset + nbytes]
 
 
@@ -228,6 +243,11 @@ def _host_bytes(obj, name: str, writable: bool):
     return arr, None
 
 
+def _is_count(value: object) -> bool:
+    """Whether ``value`` is a non-negative integer (a ``size_t``; bools are not counts)."""
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 0
+
+
 def _memcpy_views(dst, dest_max, src, count, kind, fname):
     """Check a copy request; return (dst_view, src_view, None) or (None, None, status)."""
     try:
@@ -235,7 +255,7 @@ def _memcpy_views(dst, dest_max, src, count, kind, fname):
     except (ValueError, TypeError):
         return None, None, record_error(ACL_ERROR_RT_PARAM_INVALID, f"{fname}: unknown aclrtMemcpyKind {kind!r}")
     for value, label in ((dest_max, "destMax"), (count, "count")):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        if not _is_count(value):
             return None, None, record_error(ACL_ERROR_RT_PARAM_INVALID,
                                             f"{fname}: {label} must be a non-negative integer, got {value!r}")
     if count > dest_max:
@@ -253,6 +273,9 @@ def _memcpy_views(dst, dest_max, src, count, kind, fname):
             if obj.freed:
                 return None, None, record_error(ACL_ERROR_RT_PARAM_INVALID,
                                                 f"{fname}: {label} {obj!r} was freed")
+            if obj.outside:
+                return None, None, record_error(ACL_ERROR_RT_PARAM_INVALID,
+                                                f"{fname}: {label} {obj!r} lies {obj.outside}")
             limit = obj.available
             view = obj.bytes(limit)
         else:
@@ -301,7 +324,11 @@ def aclrtMemset(dev_ptr: DevicePtr | None, max_count: int, value: int, count: in
     """Set ``count`` bytes at ``dev_ptr`` to ``value`` (``count <= max_count``)."""
     if not isinstance(dev_ptr, DevicePtr) or dev_ptr.freed:
         return record_error(ACL_ERROR_RT_PARAM_INVALID, f"aclrtMemset: not a live device pointer: {dev_ptr!r}")
-    if not (0 <= count <= max_count <= dev_ptr.available) or not 0 <= value <= 255:
+    if dev_ptr.outside:
+        return record_error(ACL_ERROR_RT_PARAM_INVALID,
+                            f"aclrtMemset: devPtr {dev_ptr!r} lies {dev_ptr.outside}")
+    if not all(_is_count(v) for v in (max_count, value, count)) \
+            or not (count <= max_count <= dev_ptr.available) or not value <= 255:
         return record_error(ACL_ERROR_RT_PARAM_INVALID,
                             f"aclrtMemset: bad sizes/value (count={count}, maxCount={max_count}, "
                             f"value={value}, available={dev_ptr.available})")
