@@ -23,12 +23,14 @@ The mask register follows the vendor's implementation (``impl/basic_api/dav_c220
 
 from __future__ import annotations
 
+import decimal
 import numbers
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from .. import _core
 from ._aicore import _check_int, current_core
 from ._errors import AscendCError, AscendCTypeError, ConstraintError
 from ._mask import (UINT32_MAX, as_repeat_params, device_len_bits, lane_indices, lane_offsets)
@@ -97,14 +99,14 @@ def scalar_of(name: str, value, dtype: np.dtype):
     of e.g. 1e30 -> half (inf) silent, as a C++ conversion is."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
-    if isinstance(value, (numbers.Real, np.integer, np.floating, np.bool_)) and not isinstance(
-            value, (str, bytes)):
+    if isinstance(value, (numbers.Real, np.integer, np.floating, np.bool_, decimal.Decimal)) \
+            and not isinstance(value, (str, bytes, np.timedelta64)):
+        # rounded once from its exact value (ints beyond 2**53, Fraction, longdouble), by the
+        # core's slope conversion; beyond the type's range: ±inf
         try:
-            wide = np.asarray(value, dtype=np.float64)
-        except OverflowError:          # a Python int beyond float64
-            wide = np.asarray(np.inf if value > 0 else -np.inf)
-        with np.errstate(over="ignore", invalid="ignore"):
-            return wide.astype(dtype)[()]
+            return dtype.type(_core.slope_value(value, name, "scalarValue", dtype))
+        except TypeError as exc:
+            raise AscendCTypeError(str(exc)) from None
     raise AscendCTypeError(
         f"{name}: scalarValue must be a real number (it takes the tensor's type), got "
         f"{type(value).__name__} {value!r}")
