@@ -73,6 +73,19 @@ _SUPPORTED_NAMES = ", ".join(str(d) for d in SUPPORTED_DTYPES)
 
 
 def _check_type(fname: str, name: str, t: object) -> None:
+    """A dense tensor: checked by the public functions before anything is dispatched (torch
+    would send a sparse, mkldnn or nested tensor to a backend the operators do not have, with
+    an error of its own; so the operators' kernels never meet one)."""
+    _check_instance(fname, name, t)
+    if t.layout is not torch.strided or t.is_nested:
+        kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "").lstrip("_")
+        raise TypeError(
+            f"{fname}: '{name}' is a {kind} tensor, but leakyops takes dense (strided) "
+            f"tensors only; convert it first (.to_dense(), or unbind() a nested tensor)"
+        )
+
+
+def _check_instance(fname: str, name: str, t: object) -> None:
     if not isinstance(t, Tensor):
         raise TypeError(
             f"{fname}: '{name}' must be a torch.Tensor, got {type(t).__name__}"
@@ -80,7 +93,7 @@ def _check_type(fname: str, name: str, t: object) -> None:
 
 
 def _check_tensor(fname: str, name: str, t: object) -> None:
-    _check_type(fname, name, t)
+    _check_instance(fname, name, t)
     if t.device.type != "cpu":
         raise RuntimeError(
             f"{fname}: '{name}' is on device '{t.device}', but leakyops runs on "
@@ -191,8 +204,19 @@ def _empty_result(shape, dtype, template, device):
 
 
 def _to_numpy(t: Tensor) -> np.ndarray:
-    """A NumPy view of a CPU tensor's memory (no copy, same strides)."""
+    """A NumPy view of a CPU tensor's memory (no copy, same strides); a tensor with the
+    negative bit set (a lazily negated view, e.g. ``c.conj().imag``) as a copy of its values,
+    as PyTorch's own operators resolve it (outputs are never such views: see leaky_relu_)."""
     t = t.detach()
+    try:
+        return _numpy_view(t)
+    except RuntimeError:  # (asked only then: the common call pays nothing for it)
+        if not t.is_neg():
+            raise
+    return _numpy_view(t.resolve_neg())
+
+
+def _numpy_view(t: Tensor) -> np.ndarray:
     if t.dtype == torch.bfloat16:
         # NumPy has no bfloat16 of its own and torch cannot export one:
         # reinterpret the 16-bit storage as int16, then as ml_dtypes.bfloat16.
@@ -214,13 +238,33 @@ def _from_numpy(a: np.ndarray) -> Tensor:
 _FN = "leakyops.torch."
 
 
-def _negative_slope(fname: str, value) -> float:
-    """A slope as a Python float, with the core's rules (a string is a TypeError, not parsed)."""
+#: The type the kernels compute each supported dtype's results in (the core's rule): a
+#: slope is rounded once to it
+_SLOPE_DTYPES = {t: _core.compute_dtype(n) for t, n in (
+    (torch.float16, np.float16), (torch.bfloat16, ml_dtypes.bfloat16),
+    (torch.float32, np.float32), (torch.float64, np.float64))}
+
+
+def _negative_slope(fname: str, value, dtype: torch.dtype) -> float:
+    """A slope as the Python float the custom operators take: one the kernels round exactly
+    as the core's slope conversion rounds ``value`` for a ``dtype`` result, with the core's
+    rules (a string is a TypeError, not parsed)."""
     if isinstance(value, Tensor):
         if value.numel() != 1:
             raise ValueError(f"{fname}: negative_slope must be a number, got a tensor of shape {tuple(value.shape)}")
         value = value.item()
-    return _core.slope_value(value, fname)
+    if type(value) is float:  # the kernels round it once (to float32, or keep it as float64)
+        return value
+    return _rounded_slope(fname, value, dtype)
+
+
+@torch.compiler.assume_constant_result
+def _rounded_slope(fname: str, value, dtype: torch.dtype) -> float:
+    """Any other real slope rounded once, from its exact value, to the type the kernels
+    compute a ``dtype`` result in (an int beyond 2**53 would otherwise be rounded twice: to a
+    float, then to float32). Traced, it runs once at trace time (the slope is a constant)."""
+    # (another dtype is refused by the kernel's checks; its slope is rounded as float64's)
+    return _core.slope_value(value, fname, dtype=_SLOPE_DTYPES.get(dtype, np.float64))
 
 # _EMPTY_NOTE: an empty result needs no kernel call: it returns right after
 # the front-end's own checks.
@@ -561,7 +605,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     _check_type(_FN + "leaky_relu", "input", input)
     if inplace:
         return leaky_relu_(input, negative_slope)
-    negative_slope = _negative_slope(_FN + "leaky_relu", negative_slope)
+    negative_slope = _negative_slope(_FN + "leaky_relu", negative_slope, input.dtype)
     if _eager(input):
         if _needs_grad(input):
             return _LeakyReLUEager.apply(input, negative_slope)
@@ -582,7 +626,15 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     (True, tensor([-2.,  4.]))
     """
     _check_type(_FN + "leaky_relu_", "input", input)
-    negative_slope = _negative_slope(_FN + "leaky_relu_", negative_slope)
+    negative_slope = _negative_slope(_FN + "leaky_relu_", negative_slope, input.dtype)
+    if not torch.compiler.is_compiling() and input.is_neg():
+        # A lazily negated view (``c.conj().imag``) has no memory of its own values, and
+        # PyTorch's fallback for it cannot run an operator that returns nothing: do what the
+        # fallback does, on a resolved copy, and write the results back through the view (as
+        # F.leaky_relu_ does; autograd records the copy).
+        values = input.resolve_neg()
+        leaky_relu_(values, negative_slope)
+        return input.copy_(values)
     if input.requires_grad and torch.is_grad_enabled():
         if torch.compiler.is_compiling():
             # Traced, the graph is functionalised anyway (an in-place op becomes
@@ -609,7 +661,9 @@ def leaky_relu_backward(
     """
     _check_type(_FN + "leaky_relu_backward", "grad_output", grad_output)
     _check_type(_FN + "leaky_relu_backward", "input", input)
-    negative_slope = _negative_slope(_FN + "leaky_relu_backward", negative_slope)
+    dtype = input.dtype if grad_output.dtype == input.dtype else \
+        torch.promote_types(grad_output.dtype, input.dtype)
+    negative_slope = _negative_slope(_FN + "leaky_relu_backward", negative_slope, dtype)
     if _eager(grad_output, input) and not _needs_grad(grad_output, input):
         return _leaky_relu_backward_kernel(grad_output, input, negative_slope, bool(self_is_result))
     return _leaky_relu_backward_op(grad_output, input, negative_slope, bool(self_is_result))
