@@ -120,6 +120,13 @@ def check_interrupt() -> None:
         raise KeyboardInterrupt
 
 
+def interrupt_answered() -> None:
+    """The command has answered its Ctrl-C (it stopped its work and reports what finished, as
+    ``cases`` does): the record is cleared, so that the report's files can still be committed;
+    another Ctrl-C ends the command as the first would have."""
+    _interrupt["seen"] = False
+
+
 @contextlib.contextmanager
 def _interrupts_deferred():
     """Ctrl-C waits until the (short) block is done; in a command :func:`check_interrupt` then

@@ -6,10 +6,12 @@ here are small, written for one behaviour each.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import pty
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +23,7 @@ import numpy as np
 import pytest
 
 from leakyops import _verify
-from leakyops._cases import _report, _run
+from leakyops._cases import _run
 from leakyops._cases._read import parse_range, read_suite
 from leakyops._cases._spec import Stream
 
@@ -585,21 +587,75 @@ def test_the_json_and_junit_reports(tmp_path, cli_inproc):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 
 
-def test_reports_are_written_whole(tmp_path, monkeypatch):
-    target = tmp_path / "r.json"
-    target.write_text("old")
-    _report.write_whole(str(target), "new\n")
-    assert target.read_text() == "new\n" and sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+def test_reports_are_written_whole(tmp_path, cli_inproc, check_error, monkeypatch):
+    path = write_atk(tmp_path / "s.json", [lr(0)])
+    report, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    report.write_text("old")
+    report.chmod(0o640)
+    res = cli_inproc("cases", path, "--json", report, "--junit", junit)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(report.read_text())["summary"]["pass"] == 1 and ET.fromstring(junit.read_text()).get("tests") == "1"
+    assert report.stat().st_mode & 0o777 == 0o640  # the file replaced keeps its permissions
     umask = os.umask(0)
     os.umask(umask)
-    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert junit.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.xml", "s.json"]
+    before = report.read_bytes(), junit.read_bytes()
+
+    def fails(fd):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+    monkeypatch.setattr(os, "fsync", fails)  # the first report's flush to the disk fails
+    res = cli_inproc("cases", path, "--seed", "1", "--json", report, "--junit", junit)
+    check_error(res, 2, f"leakyops cases: error: cannot write {report}: {os.strerror(errno.EIO)}")
+    assert (report.read_bytes(), junit.read_bytes()) == before  # neither report replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.xml", "s.json"]
 
     def interrupted(fd):
         raise KeyboardInterrupt
     monkeypatch.setattr(os, "fsync", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        _report.write_whole(str(target), "newer\n")
-    assert target.read_text() == "new\n" and sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+    res = cli_inproc("cases", path, "--seed", "1", "--json", report, "--junit", junit)
+    assert res.returncode == 130 and res.stderr.strip() == "leakyops cases: interrupted", res.stderr
+    assert (report.read_bytes(), junit.read_bytes()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.xml", "s.json"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_report_on_a_full_device_is_status_2_naming_it(tmp_path, cli_inproc, check_error):
+    """(A full filesystem: tests/cli/test_safety.py.)"""
+    path = write_atk(tmp_path / "s.json", [lr(0)])
+    full = os.strerror(errno.ENOSPC)
+    (tmp_path / "r.xml").symlink_to("/dev/full")
+    for opt, target in (("--json", "/dev/full"), ("--junit", tmp_path / "r.xml")):
+        res = cli_inproc("cases", path, opt, target)
+        check_error(res, 2, f"leakyops cases: error: cannot write /dev/full: {full}")
+        assert "aclnnLeakyRelu_0" in res.stdout  # the case ran; its report could not be written
+
+
+def _refuses_files(directory: Path) -> bool:
+    try:
+        os.close(os.open(directory / ".probe", os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    except OSError:
+        return True
+    os.unlink(directory / ".probe")
+    return False
+
+
+def test_a_report_in_an_unwritable_directory_stops_before_any_case(tmp_path, cli_inproc, check_error):
+    path = write_atk(tmp_path / "s.json", [lr(0)])
+    locked = tmp_path / "ro"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        if not _refuses_files(locked):  # root writes anywhere, but not into sysfs
+            locked = Path("/sys")
+            if not _refuses_files(locked):
+                pytest.skip("no unwritable directory here (root, and no sysfs)")
+        for opt in ("--json", "--junit"):
+            res = cli_inproc("cases", path, opt, locked / "r")
+            check_error(res, 2, f"leakyops cases: error: cannot write {opt} {locked / 'r'}: ")
+            assert "aclnnLeakyRelu_0" not in res.stdout
+    finally:
+        (tmp_path / "ro").chmod(0o755)
 
 
 def test_a_bitwise_equal_chunk_is_compared_as_the_slow_path_would():
@@ -718,7 +774,10 @@ def test_a_worker_that_dies_fails_its_case_and_the_others_run(tmp_path):
     assert "summary: 4 of 4 case(s) run: 3 passed, 0 failed, 1 error(s)" in out
 
 
-def test_the_progress_bar_shows_on_a_terminal_only(tmp_path, cli):
+def test_the_progress_line_shows_on_a_terminal_only(tmp_path, cli, monkeypatch):
+    """The progress line of the other commands (leakyops._cli_io.Progress): the cases done, the
+    case, the share of the elements and the time left."""
+    monkeypatch.setenv("LEAKYOPS_PROGRESS_AFTER", "0")
     path = write_atk(tmp_path / "s.json", [lr(0, "fp32", (4_000_000,)), lr(1, "fp16", (2_000_000,))])
     master, slave = pty.openpty()
     proc = _popen(["cases", path], stdout=subprocess.PIPE, stderr=slave)
@@ -737,7 +796,9 @@ def test_the_progress_bar_shows_on_a_terminal_only(tmp_path, cli):
     assert proc.wait(timeout=120) == 0
     os.close(master)
     term = b"".join(chunks).decode()
-    assert "ETA" in term and "aclnnLeakyRelu_0" in term and "/2 " in term and "%" in term
+    # after the first case's one chunk (4e6 of 6e6 elements), before its row
+    assert re.search(r"leakyops cases: 0/2 aclnnLeakyRelu_0  67% \(4\.0M of 6\.0M elements, \d+ s, about \d+ s left\)",
+                     term), term
     assert "summary: 2 of 2" in out
     res = cli("cases", path)
     assert res.returncode == 0 and res.stderr == ""

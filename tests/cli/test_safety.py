@@ -331,11 +331,22 @@ out["golden_over"] = cli("golden", "prelu", "--shape", "2,5,100", "-o", mnt + "/
 out["verify_json"] = cli("verify", mnt + "/case", mnt + "/case/y.bin", "--json", mnt + "/r.json")
 out["bench_json"] = cli(*bench, "--json", mnt + "/b.json")
 out["bench_plot"] = cli(*bench, "--plot", mnt + "/b.png")
+out["cases_json"] = cli("cases", os.path.join(work, "s.csv"), "--json", mnt + "/c.json")
+out["cases_junit"] = cli("cases", os.path.join(work, "s.csv"), "--junit", mnt + "/c.xml")
 out["case_after"] = files()
 out["left"] = sorted(n for n in os.listdir(mnt) if n != "filler")
 out["verify_after"] = cli("verify", mnt + "/case", mnt + "/case/y.bin")
 print(json.dumps(out))
 """
+
+
+#: A ``leakyops cases`` suite of one small case (a TTK table; tests/cli/test_cases.py has more).
+_TTK_SUITE = (
+    "testcase_name,api_name,tensor_dtypes,tensor_formats,tensor_view_shapes,input_data_ranges,"
+    "output_tensor_indexes,output_dtypes,scalar_dtypes,scalar_data_ranges,attributes,absolute_precision\n"
+    "LR_1,aclnnLeakyRelu,\"('float32', 'float32')\",\"('ND',)\",\"((3, 4), (3, 4))\",\"((-1, 1),)\","
+    "\"(-1,)\",\"('float32',)\",('float16'),\"(0, 1)\",{},0.0001\n"
+)
 
 
 def _namespace_prefix() -> list | None:
@@ -359,6 +370,7 @@ def test_a_full_filesystem_fails_every_output_kind_and_keeps_the_old_case(tmp_pa
                     "limit tests cover the same errors")
     pytest.importorskip("matplotlib")
     np.save(tmp_path / "x.npy", np.ones(20_000, np.float32))
+    (tmp_path / "s.csv").write_text(_TTK_SUITE)
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     res = subprocess.run([*prefix, "--", sys.executable, "-c", _IN_A_SMALL_TMPFS, mnt, tmp_path,
@@ -369,7 +381,7 @@ def test_a_full_filesystem_fails_every_output_kind_and_keeps_the_old_case(tmp_pa
     full = os.strerror(errno.ENOSPC)
     for kind, path in (("run_bin", "y.bin"), ("run_npy", "y.npy"), ("golden_new", "new/x.npy"),
                        ("golden_over", "case/x.npy"), ("verify_json", "r.json"), ("bench_json", "b.json"),
-                       ("bench_plot", "b.png")):
+                       ("bench_plot", "b.png"), ("cases_json", "c.json"), ("cases_junit", "c.xml")):
         status, stderr = out[kind]
         assert status == 2 and _one_line(stderr).endswith(f"cannot write {mnt}/{path}: {full}"), (kind, stderr)
     assert out["case_after"] == out["case_before"]  # the old case, whole

@@ -20,7 +20,7 @@ import json
 import sys
 import time
 
-from leakyops._cli_io import CLIError
+from leakyops._cli_io import AtomicFiles, CLIError, Progress, interrupt_answered
 
 from . import _report
 from ._pool import run_all
@@ -29,6 +29,8 @@ from ._run import PASS, run_case
 from ._spec import Case
 
 __all__ = ["command", "read_suite", "run_case"]
+
+INTERRUPTED = 130  # the exit status after Ctrl-C
 
 
 def _selected(cases: list, patterns) -> list:
@@ -66,13 +68,19 @@ def command(args) -> int:
     """Run ``leakyops cases`` with parsed options (see :func:`leakyops.cli.build_parser`)."""
     if args.jobs < 1:
         raise CLIError(f"--jobs must be at least 1, got {args.jobs}")
-    reports = [(p, opt) for p, opt in ((args.json, "--json"), (args.junit, "--junit")) if p]
-    if args.json and args.json == args.junit:
-        raise CLIError("--json and --junit must be different files")
-    for path, opt in reports:
-        problem = _report.check_writable(path, opt)
-        if problem:
-            raise CLIError(problem)
+    with AtomicFiles() as files:
+        # the reports' places are checked (their temporary files created) before any case runs
+        targets = [files.reserve(path, opt) for path, opt in ((args.json, "--json"), (args.junit, "--junit"))
+                   if path]
+        if len(set(targets)) < len(targets):
+            raise CLIError("--json and --junit must be different files")
+        status = _command(args, files)
+    if status == INTERRUPTED:  # once the reports are in place
+        print("leakyops cases: interrupted", file=sys.stderr)
+    return status
+
+
+def _command(args, files: AtomicFiles) -> int:
     cases, notes = _read(args.files, args.standard, args.keep_going)
     if not cases:
         raise CLIError("the files hold no case")
@@ -83,34 +91,37 @@ def command(args) -> int:
         print(f"leakyops cases: note: {note}", file=sys.stderr)
     width = min(40, max(len(c.name) for c in selected))
     if args.list:
+        files.discard()  # a listing writes no report
         for case in selected:
             print(_report.listing(case, width))
         print(f"{len(selected)} case(s)")
         return 1 if any(c.error for c in selected) else 0
-    return _run_selected(args, selected, width)
+    return _run_selected(args, selected, width, files)
 
 
-def _run_selected(args, cases: list, width: int) -> int:
+def _run_selected(args, cases: list, width: int, files: AtomicFiles) -> int:
     print(f"leakyops cases: {len(cases)} case(s) from {len(args.files)} file(s); soc {args.soc}, seed {args.seed}"
           f"{', standard ' + args.standard if args.standard else ''}, jobs {args.jobs}")
     print(_report.header(width), flush=True)
-    bar = _report.Bar(sum(c.elements for c in cases), len(cases))
+    progress = Progress("leakyops cases", sum(c.elements for c in cases), time_left=True)
     results: list = [None] * len(cases)
     t0 = time.perf_counter()
 
     def on_progress(i, n):
-        bar.advance(n, cases[i].name)
+        progress.label = f"{sum(r is not None for r in results)}/{len(cases)} {cases[i].name}"
+        progress.advance(n)
 
     def on_result(i, result):
         results[i] = result
-        bar.clear()
+        progress.close()  # the line erased for the row; drawn again with the next advance
         print(_report.row(result, width), flush=True)
-        bar.case_done()
 
     try:
         interrupted = run_all(cases, args.seed, args.jobs, args.soc, on_progress=on_progress, on_result=on_result)
     finally:
-        bar.clear()
+        progress.close()
+    if interrupted:
+        interrupt_answered()  # the report of the cases that finished is still written
     seconds = time.perf_counter() - t0
     failed = [r for r in results if r is not None and r.verdict != PASS]
     if failed:
@@ -120,15 +131,9 @@ def _run_selected(args, cases: list, width: int) -> int:
     print(_report.summary(results, len(cases), seconds, interrupted), flush=True)
     meta = {"soc": args.soc, "seed": args.seed, "standard": args.standard or "per case", "jobs": args.jobs,
             "files": list(args.files), "filter": list(args.filter or [])}
-    try:
-        if args.json:
-            doc = _report.json_doc(cases, results, meta, seconds, interrupted)
-            _report.write_whole(args.json, json.dumps(doc, indent=1) + "\n")
-        if args.junit:
-            _report.write_whole(args.junit, _report.junit_xml(cases, results, seconds, interrupted))
-    except OSError as exc:
-        raise CLIError(f"cannot write a report: {exc.strerror or exc}") from None
-    if interrupted:
-        print("leakyops cases: interrupted", file=sys.stderr)
-        return 130
-    return 1 if failed else 0
+    if args.json:
+        doc = _report.json_doc(cases, results, meta, seconds, interrupted)
+        files.write(args.json, json.dumps(doc, indent=1) + "\n", "--json")
+    if args.junit:
+        files.write(args.junit, _report.junit_xml(cases, results, seconds, interrupted), "--junit")
+    return INTERRUPTED if interrupted else 1 if failed else 0

@@ -1,17 +1,13 @@
-"""The reports of a run: the table, the summary, ``--json``, ``--junit``, the progress bar.
+"""The reports of a run: the table, the summary, and the texts of ``--json`` and ``--junit``.
 
-Report files are written whole: into a temporary file beside the target, flushed and
-synced, then renamed over it, so an interrupted run leaves the old file or the new one.
+The command writes the files whole, through :class:`leakyops._cli_io.AtomicFiles`, and draws
+its progress line with :class:`leakyops._cli_io.Progress`.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import socket
-import sys
-import tempfile
-import time
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
@@ -161,96 +157,3 @@ def junit_xml(cases, results, seconds: float, interrupted: bool) -> str:
         root.set(k, str(v))
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-
-
-def check_writable(path: str, option: str) -> str | None:
-    """Why ``path`` cannot be written (``None``: it can), checked before any work."""
-    p = Path(path)
-    if p.is_dir():
-        return f"{option} {path}: is a directory"
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        return f"cannot write {option} {path}: no such directory {parent}"
-    if not os.access(parent, os.W_OK | os.X_OK):
-        return f"cannot write {option} {path}: permission denied"
-    return None
-
-
-def write_whole(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` whole: a temporary file beside it, flushed, synced, renamed."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-# --------------------------------------------------------------------------- progress
-
-
-class Bar:
-    """A progress bar on stderr, only when it is a terminal: cases done, the case running,
-    the share of the work (elements) done and an ETA from the rate so far."""
-
-    def __init__(self, total_elements: int, total_cases: int, stream=None):
-        self.stream = sys.stderr if stream is None else stream
-        try:
-            self.enabled = bool(self.stream.isatty())
-        except (AttributeError, ValueError):
-            self.enabled = False
-        self.total, self.cases = max(total_elements, 1), total_cases
-        self.done = self.cases_done = 0
-        self.current = ""
-        self.t0 = time.monotonic()
-        self.drawn_at = -math.inf
-        self.width = 0
-
-    def advance(self, elements: int, case: str = "") -> None:
-        self.done += elements
-        self.current = case or self.current
-        self.draw()
-
-    def case_done(self) -> None:
-        self.cases_done += 1
-        self.draw(force=True)
-
-    def draw(self, force: bool = False) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if not force and now - self.drawn_at < 0.2:
-            return
-        self.drawn_at = now
-        share = min(1.0, self.done / self.total)
-        elapsed = now - self.t0
-        eta = "ETA " + _duration(elapsed * (1 - share) / share) if share > 0 else "ETA --"
-        filled = int(share * 20)
-        text = (f"[{'#' * filled}{'.' * (20 - filled)}] {self.cases_done}/{self.cases} {_fit(self.current, 32)}"
-                f" {100 * share:3.0f}% {eta}")
-        self.stream.write("\r" + text.ljust(self.width))
-        self.stream.flush()
-        self.width = len(text)
-
-    def clear(self) -> None:
-        """Erase the bar (before a line of the report is printed)."""
-        if self.enabled and self.width:
-            self.stream.write("\r" + " " * self.width + "\r")
-            self.stream.flush()
-            self.width = 0
-
-
-def _duration(seconds: float) -> str:
-    s = int(round(seconds))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
