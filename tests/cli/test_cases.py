@@ -424,6 +424,7 @@ def test_filter_selects_by_pattern_or_part_of_the_name(tmp_path, cli_inproc, che
     (["--standard", "close"], "invalid choice: 'close'"),
     (["--seed", "-1"], "bad seed"),
     (["--json", "{tmp}/r", "--junit", "{tmp}/r"], "--json and --junit must be different files"),
+    (["--json", "{tmp}/r", "--junit", "{tmp}/./r"], "--json and --junit must be different files"),
     (["--json", "{tmp}"], "--json {tmp}: is a directory"),
     (["--junit", "{tmp}/no/r.xml"], "cannot write --junit {tmp}/no/r.xml: no such directory {tmp}/no"),
 ])
