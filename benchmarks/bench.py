@@ -10,7 +10,9 @@ PRelu with IO binding) and copies of the same bytes (the ceiling: the fastest of
 PyTorch's and leakyops' own threaded copy). Every library runs in a process of its own and
 the processes take turns (see ``leakyops._bench``); a peer that is missing or has no kernel
 for a case on this CPU is skipped with one line saying why. A full run takes about 45 minutes
-on a 2-core machine (the run of 2026-11-23 in docs/benchmarks.md).
+on a 2-core machine (the run of 2026-11-23 in docs/benchmarks.md). The --json, --markdown and
+--plot paths are checked before the first timing, and the files are written whole (each to a
+temporary file beside it, renamed into place at the end), as ``leakyops bench`` writes them.
 
 The torch front-end inside a torch program (PyTorch's threads present) is measured by
 ``benchmarks/torch_modules.py``.
@@ -42,33 +44,46 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from leakyops import _bench
+    from leakyops._cli_io import AtomicFiles, CLIError
+    from leakyops.cli import _plot_format
 
     def names(text, default):
         return tuple(t.strip() for t in text.split(",")) if text else default
 
     sizes = tuple(int(float(v)) for v in args.sizes.split(",")) if args.sizes else None
-    if args.from_json:
-        with open(args.from_json) as fh:
-            doc = json.load(fh)
-        records = doc["records"]
-    else:
-        records = _bench.run(ops=names(args.ops, _bench.OPS), dtypes=names(args.dtypes, _bench.DTYPES),
-                             sizes=sizes, quick=args.quick, threads=args.threads,
-                             min_time=args.min_time, rounds=args.rounds,
-                             peers=names(args.peers, None), log=print)
-        doc = _bench.to_json(records)
-    print(f"# {doc['date']} · {doc['cpu']} · {doc['cpus']} CPUs · Python {doc['python']} · "
-          f"numpy {doc['numpy']}")
-    print(_bench.format_table(records))
-    print(_bench.summary(records))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(doc, fh, indent=1)
-    if args.markdown:
-        with open(args.markdown, "w") as fh:
-            fh.write(_bench.format_markdown(records) + "\n")
-    if args.plot:
-        _bench.plot(records, args.plot)
+    try:
+        fmt = _plot_format(args.plot) if args.plot else None
+        with AtomicFiles() as files:  # every file written whole, all renamed into place at the end
+            for path, option in ((args.json, "--json"), (args.markdown, "--markdown"), (args.plot, "--plot")):
+                if path:
+                    files.reserve(path, option)  # an unwritable path fails before the first timing
+            if args.from_json:
+                with open(args.from_json) as fh:
+                    doc = json.load(fh)
+                records = doc["records"]
+            else:
+                records = _bench.run(ops=names(args.ops, _bench.OPS), dtypes=names(args.dtypes, _bench.DTYPES),
+                                     sizes=sizes, quick=args.quick, threads=args.threads,
+                                     min_time=args.min_time, rounds=args.rounds,
+                                     peers=names(args.peers, None), log=print)
+                doc = _bench.to_json(records)
+            print(f"# {doc['date']} · {doc['cpu']} · {doc['cpus']} CPUs · Python {doc['python']} · "
+                  f"numpy {doc['numpy']}")
+            print(_bench.format_table(records))
+            print(_bench.summary(records))
+            if args.json:
+                files.write(args.json, json.dumps(doc, indent=1), "--json")
+            if args.markdown:
+                files.write(args.markdown, _bench.format_markdown(records) + "\n", "--markdown")
+            if args.plot:
+                with files.open(args.plot, "--plot") as fh:
+                    _bench.plot(records, fh, fmt=fmt)
+    except CLIError as exc:
+        print(f"bench.py: error: {exc}", file=sys.stderr)
+        return exc.status
+    except KeyboardInterrupt:  # the files keep what they held
+        print("bench.py: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -6,10 +6,12 @@ line, a crashing peer, the arithmetic of the ratios), never a speed: timings are
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -119,6 +121,56 @@ def test_plot_writes_a_png(tmp_path):
     recs += [_rec("leaky_relu", "copy-numpy", 1e-6, n) for n in (1000, 10_000)]
     _bench.plot(recs, tmp_path / "b.png")
     assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _bench_py(*args):
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench.py"
+    return subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+def test_bench_py_writes_its_files_whole(tmp_path):
+    pytest.importorskip("matplotlib")
+    recs = [_rec("leaky_relu", "leakyops", 2e-6, n) for n in (1000, 10_000)]
+    recs += [_rec("leaky_relu", "copy-numpy", 1e-6, n) for n in (1000, 10_000)]
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps(_bench.to_json(recs)))
+    js, md, png = tmp_path / "b.json", tmp_path / "b.md", tmp_path / "b.png"
+    for path in (js, md, png):
+        path.write_text("old")
+    res = _bench_py("--from-json", earlier, "--json", js, "--markdown", md, "--plot", png)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    assert json.loads(js.read_text())["records"] == recs
+    assert md.read_text() == _bench.format_markdown(recs) + "\n"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["b.json", "b.md", "b.png", "earlier.json"]  # no temporary file left
+
+    # a write error: one line, status 2, and every file keeps what it held (the others are
+    # written first: the error comes at the Markdown file, after the JSON one)
+    before = {p: p.read_bytes() for p in (js, md, png)}
+    if os.path.exists("/dev/full"):
+        (tmp_path / "full.md").symlink_to("/dev/full")
+        res = _bench_py("--from-json", earlier, "--json", js, "--markdown", tmp_path / "full.md", "--plot", png)
+        assert res.returncode == 2 and res.stderr.strip() == (
+            f"bench.py: error: cannot write /dev/full: {os.strerror(errno.ENOSPC)}"), res.stderr
+        assert {p: p.read_bytes() for p in (js, md, png)} == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(files + ["full.md"])
+
+
+@pytest.mark.parametrize("option,name,message", [
+    ("--json", "no/b.json", "cannot write --json {tmp}/no/b.json: no such directory {tmp}/no"),
+    ("--markdown", ".", "--markdown {tmp}: is a directory"),
+    ("--plot", "b.xyz", "--plot {tmp}/b.xyz: format 'xyz' is not supported"),
+])
+def test_bench_py_checks_its_paths_before_the_first_timing(option, name, message, tmp_path):
+    if option == "--plot":
+        pytest.importorskip("matplotlib")
+    res = _bench_py("--sizes", "1000", "--ops", "leaky_relu", "--dtypes", "float32", "--peers", "leakyops",
+                    "--rounds", "1", option, tmp_path / name)
+    assert res.returncode == 2 and res.stdout == "", (res.stdout, res.stderr)  # no table: nothing timed
+    assert res.stderr.strip().startswith("bench.py: error: " + message.replace("{tmp}", str(tmp_path))), res.stderr
+    assert "Traceback" not in res.stderr
 
 
 def test_cases_take_the_operators_arrays_and_bytes_from_the_table():
