@@ -40,7 +40,7 @@ MARKER = re.compile(r"^<!--\s*snippet:\s*(run|skip)\s*(?::\s*(.*?))?\s*-->\s*$")
 SHELL_LANGS = {"bash", "sh", "shell", "console"}
 # a leakyops command (not its output, such as "leakyops bench: GB/s = ...")
 CLI_COMMAND = re.compile(r"(^|&&|;|\|)\s*(\$\s+)?(leakyops|python3? -m leakyops)"
-                         r"(\s+(golden|verify|run|bench|demo)\b(?!:)|\s+-|\s*$)")
+                         r"(\s+(golden|verify|run|bench|demo|cases)\b(?!:)|\s+-|\s*$)")
 
 
 @dataclass
@@ -211,13 +211,14 @@ def test_the_parser_sees_what_a_reader_sees(tmp_path):
         "text\n\n```python\nx = 1\n```\n\n<!-- snippet: run -->\n```bash\nleakyops --version\n"
         "```\n\n```bash\npip install . && python -m leakyops demo\n```\n\n```bash\n"
         "leakyops bench\n```\n\n<!-- snippet: run -->\n```console\n$ echo hi\nhi\n$ echo $?\n0\n"
-        "```\n\n```\nleakyops bench: GB/s = ...\n```\n")
+        "```\n\n```\nleakyops bench: GB/s = ...\n```\n\n```bash\nleakyops cases atk.json --jobs 2\n```\n\n"
+        "```text\nleakyops cases: error: atk.json: case 4: ...\n```\n")
     blocks = parse_blocks(page)
     assert [(b.lang, b.marker) for b in blocks] == [
         ("python", None), ("bash", "run"), ("bash", None), ("bash", None), ("console", "run"),
-        ("", None)]
-    assert [_has_cli(b) for b in blocks] == [False, True, True, True, False, False]
-    assert [_is_install(b) for b in blocks] == [False, False, True, False, False, False]
+        ("", None), ("bash", None), ("text", None)]
+    assert [_has_cli(b) for b in blocks] == [False, True, True, True, False, False, True, False]
+    assert [_is_install(b) for b in blocks] == [False, False, True, False, False, False, False, False]
     steps = steps_of(page)
     assert [s["kind"] for s in steps] == ["python", "bash", "console"]
     assert steps[2]["session"] == [("echo hi", ["hi"]), ("echo $?", ["0"])]
