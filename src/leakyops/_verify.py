@@ -57,6 +57,7 @@ __all__ = [
     "compare",
     "double_thousandth_defaults",
     "dtype_name",
+    "json_number",
     "relative_error_threshold",
 ]
 
@@ -178,16 +179,17 @@ class Comparison:
         out["max_abs_index"] = None if self.max_abs_index is None else list(self.max_abs_index)
         out["max_rel_index"] = None if self.max_rel_index is None else list(self.max_rel_index)
         out["worst"] = [
-            {"index": list(i), "golden": _num(g), "actual": _num(a), "abs_err": _num(ae), "rel_err": _num(re)}
+            {"index": list(i), "golden": json_number(g), "actual": json_number(a), "abs_err": json_number(ae),
+             "rel_err": json_number(re)}
             for i, g, a, ae, re in self.worst
         ]
-        out["max_abs"] = _num(self.max_abs)
-        out["max_rel"] = _num(self.max_rel)
-        out["details"] = {k: (_num(v) if isinstance(v, float) else v) for k, v in self.details.items()}
+        out["max_abs"] = json_number(self.max_abs)
+        out["max_rel"] = json_number(self.max_rel)
+        out["details"] = {k: (json_number(v) if isinstance(v, float) else v) for k, v in self.details.items()}
         return out
 
 
-def _num(value):
+def json_number(value):
     """JSON has no NaN/inf: write them as strings."""
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)

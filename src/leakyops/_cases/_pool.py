@@ -15,6 +15,7 @@ import signal
 from collections.abc import Callable
 
 from leakyops import aclnn, set_num_threads
+from leakyops._cli_io import usable_cpus
 
 from ._run import ERROR, CaseResult, run_case
 
@@ -40,14 +41,6 @@ def _in_process(cases, seed, soc, on_progress, on_result) -> bool:
     return False
 
 
-def _cpus() -> int:
-    """The CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - macOS, Windows
-        return os.cpu_count() or 1
-
-
 def _worker(tasks, results, seed: int, soc: str, threads: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     aclnn.set_soc_version(soc)
@@ -71,7 +64,7 @@ def _in_workers(cases, seed, jobs, soc, on_progress, on_result) -> bool:
     for _ in range(jobs):
         tasks.put(None)
     # the processors shared out, unless the user chose the kernels' thread count
-    threads = 0 if os.environ.get("LEAKYOPS_NUM_THREADS") else max(1, _cpus() // jobs)
+    threads = 0 if os.environ.get("LEAKYOPS_NUM_THREADS") else max(1, usable_cpus() // jobs)
     workers = [ctx.Process(target=_worker, args=(tasks, results, seed, soc, threads), daemon=True)
                for _ in range(jobs)]
     running: dict = {}  # worker pid -> index of its case

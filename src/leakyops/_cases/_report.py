@@ -12,6 +12,8 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 
+from leakyops._verify import json_number
+
 from ._run import ERROR, FAIL, PASS, CaseResult
 from ._spec import Case
 
@@ -89,12 +91,6 @@ def details(result: CaseResult) -> str:
 # --------------------------------------------------------------------------- files
 
 
-def _num(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
-    return value
-
-
 def case_doc(case: Case, result: CaseResult | None) -> dict:
     doc = {
         "name": case.name, "file": case.file, "where": case.where, "api": case.api,
@@ -114,7 +110,7 @@ def case_doc(case: Case, result: CaseResult | None) -> dict:
     if result is not None:
         drawn = dict(result.values)
         for v in doc["values"]:
-            v["value"] = _num(drawn.get(v["param"]))
+            v["value"] = json_number(drawn.get(v["param"]))
         doc["outputs"] = [{"output": p, **c.to_dict()} for p, c in result.comparisons]
     return doc
 
