@@ -77,6 +77,8 @@ __all__ = [
     "get_num_threads",
     "set_num_threads",
     "thread_limit",
+    "runtime_info",
+    "show_runtime",
     "SUPPORTED_DTYPES",
     "__version__",
 ]
@@ -242,3 +244,45 @@ def prelu_backward(
     (array([0.5, 1. , 1. , 1. , 1. , 1. , 1. , 1. ]), array([0., 0.]))
     """
     return _core.prelu_backward_impl(grad_output, x, weight, axis, out)
+
+
+def runtime_info() -> dict[str, Any]:
+    """What the kernels run on and how, as a dict: the CPU and its features, the CPU numba
+    compiles for, the caps (``LEAKYOPS_MAX_CPU_ISA``, ``LEAKYOPS_SOFT_HALF``), the threads and
+    threading layer, and the path each operator takes per dtype (``paths``)."""
+    from . import _cpu
+
+    return _cpu.runtime_info()
+
+
+def show_runtime() -> None:
+    """Print :func:`runtime_info` (as ``numpy.show_runtime()`` does for NumPy); the command
+    line prints the same with ``leakyops --version --verbose``.
+
+    >>> import leakyops
+    >>> leakyops.show_runtime()  # doctest: +ELLIPSIS
+    leakyops ...
+    cpu: ...
+    """
+    print(_format_runtime(runtime_info()))
+
+
+def _format_runtime(info: dict[str, Any]) -> str:
+    """:func:`runtime_info` as lines of text."""
+    target = info["target"] + (f" (features {info['numba_cpu_features']!r})"
+                               if info["numba_cpu_features"] is not None else "")
+    tf = info["target_features"]
+    lines = [
+        f"leakyops {__version__}, numba {info['numba']}",
+        f"cpu: {info['cpu']}; features: {' '.join(info['cpu_features']) or '(none of note)'}",
+        f"kernels compiled for: {target}; features: "
+        + ("(the named CPU's defaults)" if tf is None else ' '.join(tf) or '(none of note)'),
+        "caps: " + ", ".join(f"{k}={v if v is not None else '(unset)'}"
+                             for k, v in info["caps"].items()),
+        f"threads: {info['threads']}; threading layer: {info['threading_layer']}",
+        "paths:",
+    ]
+    for op, per_dtype in info["paths"].items():
+        for dtype, path in per_dtype.items():
+            lines.append(f"  {op:<20} {dtype:<9} {path}")
+    return "\n".join(lines)

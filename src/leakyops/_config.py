@@ -59,23 +59,8 @@ def cache_enabled() -> bool:
 
 
 def use_soft_half() -> bool:
-    """Whether float16 conversions use the exact software path instead of LLVM's ``half``."""
-    forced = os.environ.get("LEAKYOPS_SOFT_HALF")
-    if forced is not None and forced != "":
-        return forced != "0"
-    from numba.core import config
+    """Whether float16 conversions use the exact software path instead of LLVM's ``half``
+    (decided in :func:`leakyops._cpu.soft_half`, with the CPU's features and the caps)."""
+    from . import _cpu
 
-    cpu_name = config.CPU_NAME or "host"
-    features = config.CPU_FEATURES
-    if cpu_name != "host":
-        # an explicit target (e.g. "generic") may lack F16C unless its features say otherwise
-        return not (features and "+f16c" in features)
-    if features is not None and features != "":
-        return "+f16c" not in features
-    try:
-        import llvmlite.binding as llvm
-
-        host = llvm.get_host_cpu_features()
-        return not host.get("f16c", False)
-    except Exception:  # pragma: no cover - conservative fallback
-        return True
+    return _cpu.soft_half()

@@ -1,9 +1,25 @@
-"""The CPU: its features, read once. Nothing else in leakyops asks the CPU.
+"""The CPU: its features, the caps, and the path each kernel takes. Nothing else asks the CPU.
 
 Features are LLVM's names (``"avx2"``, ``"avx512f"``, ``"avx512bf16"``, ``"f16c"``, ``"amx-tile"``,
-…) as :func:`llvmlite.binding.get_host_cpu_features` reports them: what the processor offers
-*and* the operating system has enabled (LLVM checks the XSAVE state, so AVX-512 registers that
-the OS does not save count as absent).
+…). Two sets matter: the **host's** (:func:`host_features`, what the processor offers *and* the
+operating system has enabled: LLVM checks the XSAVE state, so AVX-512 registers that the OS does
+not save count as absent), which ``leakyops.onednn`` reads to model what oneDNN dispatches; and
+the **target's** (:func:`target_features`), what numba compiles the kernels for: the host's,
+unless ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` name another CPU.
+
+The kernels take one path per (operator, dtype), decided here once (:func:`kernel_paths`):
+
+- float16 converts to and from float32 with F16C (``vcvtph2ps``/``vcvtps2ph``, through LLVM's
+  ``half``) where the target has it, else with exact software conversions;
+- bfloat16 widens by a shift and rounds to nearest even in 32-bit integers (portable);
+- ``prelu_backward``'s weight gradient sums its terms in 8 float64 lanes of an explicit LLVM
+  vector, in a written-out order (portable: the same bits on every CPU).
+
+The paths give the same bits; they differ in speed. ``LEAKYOPS_MAX_CPU_ISA`` caps them, as
+``ONEDNN_MAX_CPU_ISA`` caps oneDNN: ``portable`` takes the portable path everywhere (the tests
+force it too), ``f16c`` allows F16C (the default where the target has it). A cap the target
+cannot run (``f16c`` without F16C) is an error naming the missing feature. The older
+``LEAKYOPS_SOFT_HALF=1`` still forces the software float16 conversions.
 
 >>> "sse2" in host_features() or not host_features()   # x86-64 has SSE2; other CPUs: their own
 True
@@ -12,8 +28,16 @@ True
 from __future__ import annotations
 
 import functools
+import os
 
-__all__ = ["host_features"]
+__all__ = ["host_features", "host_name", "target", "target_features", "CAP_ENV", "cap", "LEVELS",
+           "soft_half", "kernel_paths", "runtime_info"]
+
+#: The environment variable that caps the instruction sets the kernels use.
+CAP_ENV = "LEAKYOPS_MAX_CPU_ISA"
+
+#: The levels of ``LEAKYOPS_MAX_CPU_ISA``, lowest first, with the target features each needs.
+LEVELS = {"portable": frozenset(), "f16c": frozenset({"f16c"})}
 
 
 @functools.lru_cache(maxsize=None)
@@ -26,3 +50,145 @@ def host_features() -> frozenset[str]:
     except Exception:  # pragma: no cover - llvmlite cannot read this CPU
         return frozenset()
     return frozenset(name for name, on in found.items() if on)
+
+
+@functools.lru_cache(maxsize=None)
+def host_name() -> str:
+    """LLVM's name of this CPU (``"znver3"``, ``"sapphirerapids"``, …)."""
+    try:
+        import llvmlite.binding as llvm
+
+        return str(llvm.get_host_cpu_name())
+    except Exception:  # pragma: no cover
+        return "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def target() -> tuple[str, str | None]:
+    """``(cpu name, features)`` numba compiles for: ``("host", None)`` unless
+    ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` say otherwise."""
+    from numba.core import config
+
+    return (config.CPU_NAME or "host"), config.CPU_FEATURES
+
+
+@functools.lru_cache(maxsize=None)
+def target_features() -> frozenset[str] | None:
+    """The features numba compiles the kernels for (LLVM names), or None where they are not
+    known. As numba's codegen: without ``NUMBA_CPU_FEATURES`` the host's features, added to
+    whatever CPU ``NUMBA_CPU_NAME`` names; with it (empty included, the default for
+    ``generic``), exactly those on top of the named CPU's own defaults, which LLVM keeps to
+    itself: then only the features named ``+`` are known (for the host's own name, its
+    features)."""
+    name, features = target()
+    if features is None:
+        return host_features()
+    given = {f[1:]: f[0] == "+" for f in features.replace(" ", "").split(",")
+             if f[:1] in "+-" and f[1:]}
+    if name == "host":
+        have = set(host_features())
+        for f, on in given.items():
+            (have.add if on else have.discard)(f)
+        return frozenset(have)
+    known = {f for f, on in given.items() if on}
+    if given.get("f16c") is None and _compiles_f16c(name, features):
+        known.add("f16c")  # the named CPU's own default, as LLVM compiles for it
+    return frozenset(known) or None
+
+
+@functools.lru_cache(maxsize=None)
+def _compiles_f16c(cpu: str, features: str) -> bool:
+    """Whether LLVM compiles a float-to-half conversion for ``cpu`` with ``features`` into the
+    F16C instruction (its own answer for a named CPU's defaults: ``haswell`` yes, ``generic``
+    no). Compiles one three-line function; no numba."""
+    try:
+        import llvmlite.binding as llvm
+
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        module = llvm.parse_assembly(
+            "define i16 @f(float %x) {\n  %h = fptrunc float %x to half\n"
+            "  %b = bitcast half %h to i16\n  ret i16 %b\n}\n")
+        machine = llvm.Target.from_default_triple().create_target_machine(cpu=cpu,
+                                                                            features=features)
+        return "vcvtps2ph" in machine.emit_assembly(module)
+    except Exception:  # pragma: no cover - not x86, or LLVM refuses the name: assume not
+        return False
+
+
+def cap() -> str | None:
+    """``LEAKYOPS_MAX_CPU_ISA`` (a level of :data:`LEVELS`, any case) or None; an unknown level,
+    or one the target cannot run, is a ``RuntimeError`` that names it."""
+    raw = os.environ.get(CAP_ENV, "").strip().lower()
+    if not raw:
+        return None
+    if raw not in LEVELS:
+        raise RuntimeError(f"{CAP_ENV}={raw!r}: not one of {', '.join(LEVELS)}")
+    missing = LEVELS[raw] - (target_features() or frozenset())
+    if missing:
+        raise RuntimeError(f"{CAP_ENV}={raw}: the CPU the kernels are compiled for has no "
+                           f"{', '.join(sorted(missing)).upper()} (target: {target()[0]})")
+    return raw
+
+
+def soft_half() -> bool:
+    """Whether float16 is converted in software rather than with F16C: where the target lacks
+    F16C (or is not known to have it: LLVM's half conversions would then call compiler-runtime
+    helpers that numba's JIT does not resolve), under ``LEAKYOPS_MAX_CPU_ISA=portable``, or with
+    ``LEAKYOPS_SOFT_HALF=1`` (``0``: F16C wherever the target has it)."""
+    forced = os.environ.get("LEAKYOPS_SOFT_HALF", "")
+    level = cap()
+    if level == "portable":
+        return True
+    if forced:
+        return forced != "0"
+    return "f16c" not in (target_features() or frozenset())
+
+
+_OPERATORS = ("leaky_relu", "leaky_relu_", "leaky_relu_backward", "prelu", "prelu_backward")
+_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def kernel_paths() -> dict[str, dict[str, str]]:
+    """The path each operator takes for each dtype, in words: ``{operator: {dtype: path}}``."""
+    conversions = {
+        "float16": "software float16 conversions" if soft_half() else "F16C conversions",
+        "bfloat16": "bfloat16 by integer rounding",
+        "float32": "float32",
+        "float64": "float64",
+    }
+    paths: dict[str, dict[str, str]] = {}
+    for op in _OPERATORS:
+        paths[op] = {}
+        for dt in _DTYPES:
+            path = f"loop vectorised by LLVM, {conversions[dt]}"
+            if op == "prelu_backward":
+                path += "; grad_weight in 8 float64 lanes (explicit vectors, written-out order)"
+            paths[op][dt] = path
+    return paths
+
+
+def runtime_info() -> dict:
+    """What the kernels run on and how: the CPU, its features, numba's target, the caps, the
+    threads and the path of every kernel (:func:`leakyops.show_runtime` prints it)."""
+    import numba
+
+    from . import _threads
+
+    interesting = ("sse4.1", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
+                   "avx512dq", "avx512vnni", "avx512bf16", "avx512fp16", "avxvnni", "avxneconvert",
+                   "amx-tile", "amx-bf16")
+    name, features = target()
+    tf = target_features()
+    return {
+        "cpu": host_name(),
+        "cpu_features": sorted(f for f in interesting if f in host_features()),
+        "numba": numba.__version__,
+        "target": name,
+        "target_features": None if tf is None else sorted(f for f in interesting if f in tf),
+        "numba_cpu_features": features,
+        "caps": {CAP_ENV: cap(), "LEAKYOPS_SOFT_HALF": os.environ.get("LEAKYOPS_SOFT_HALF") or None},
+        "threads": _threads.get_num_threads(),
+        "threading_layer": _threads.layer_name(),
+        "paths": kernel_paths(),
+    }

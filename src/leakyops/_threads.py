@@ -35,7 +35,7 @@ import numpy as np
 from ._config import DEFAULT_THREADS
 
 __all__ = ["get_num_threads", "set_num_threads", "thread_limit", "parallel_threads",
-           "enter_parallel", "exit_parallel"]
+           "enter_parallel", "exit_parallel", "layer_name"]
 
 _state = threading.local()
 _num_threads = DEFAULT_THREADS
@@ -128,6 +128,14 @@ def _start_numba_threads() -> None:
     parallel._launch_threads()
     _layer = numba.threading_layer()
     _max_threads = config.NUMBA_NUM_THREADS
+
+
+def layer_name() -> str:
+    """numba's threading layer once the kernels' threads have started, else what will be asked
+    for first."""
+    if _layer is not None:
+        return _layer
+    return "not started (omp preferred)"
 
 
 def parallel_threads() -> int:

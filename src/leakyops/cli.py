@@ -907,6 +907,19 @@ def _add_op_options(p, golden: bool) -> None:
 
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version; with ``--verbose`` anywhere on the line, also what the
+    kernels run on (``leakyops.show_runtime``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"leakyops {_version()}")
+        if "--verbose" in sys.argv[1:] or getattr(parser, "_verbose_version", False):
+            import leakyops
+
+            print(leakyops._format_runtime(leakyops.runtime_info()))
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="leakyops",
@@ -923,7 +936,10 @@ def build_parser() -> argparse.ArgumentParser:
         """) + "\n\nexit status: 0 ok, 1 verification/conformance failure, 2 unusable input",
         allow_abbrev=False,
     )
-    parser.add_argument("--version", action="version", version=f"leakyops {_version()}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0,
+                        help="show the version and exit; with --verbose also the CPU, its "
+                             "features, the caps and the path each kernel takes")
+    parser.add_argument("--verbose", action="store_true", help="with --version: the runtime too")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     parser.subcommands = sub.choices  # name -> its parser (for the error of an unknown option)
 
@@ -1183,6 +1199,7 @@ def _main(argv: list) -> int:
     prog = "leakyops"
     try:
         parser = build_parser()
+        parser._verbose_version = "--verbose" in argv  # (main(argv) as well as sys.argv)
         argv = _join_dash_values(argv)
         parser.reject_unknown_options(argv)
         args, extra = parser.parse_known_args(argv)

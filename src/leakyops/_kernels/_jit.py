@@ -16,12 +16,13 @@ import warnings
 
 from numba import njit, typeof, types
 
-from .._config import NJIT_OPTIONS, cache_enabled, use_soft_half
+from .. import _cpu
+from .._config import NJIT_OPTIONS, cache_enabled
 
 __all__ = ["_jit", "entry_point", "SOFT_HALF"]
 
 #: Whether float16 is converted in software (no F16C on the CPU numba compiles for).
-SOFT_HALF = use_soft_half()
+SOFT_HALF = _cpu.soft_half()
 
 _HERE = pathlib.Path(__file__).resolve().parent
 

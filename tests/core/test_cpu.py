@@ -1,0 +1,103 @@
+"""The CPU, the caps and the paths: ``leakyops._cpu``, ``show_runtime``, ``--version --verbose``.
+
+Each check of how numba's target is read runs in a child process, where ``NUMBA_CPU_NAME`` and
+``NUMBA_CPU_FEATURES`` can be set before numba starts. The portable path (software float16
+conversions) is forced in a child pytest that runs the float16 differential tests against
+PyTorch, so both paths carry the same exactness tests on any CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import leakyops
+from leakyops import _cpu
+
+_ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+_PROBE = ("import json, leakyops; from leakyops import _cpu; "
+          "print(json.dumps({'soft': _cpu.soft_half(), 'paths': _cpu.kernel_paths()}))")
+
+
+def _child(env_extra: dict, code: str = _PROBE) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "LEAKYOPS_MAX_CPU_ISA",
+                        "LEAKYOPS_SOFT_HALF")}
+    env.update(env_extra)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("env,soft", [
+    ({}, "f16c" not in _cpu.host_features()),                            # the host
+    ({"NUMBA_CPU_NAME": "generic"}, True),                              # numba: features ""
+    ({"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": ""}, False),   # its own defaults: F16C
+    ({"NUMBA_CPU_NAME": "sandybridge", "NUMBA_CPU_FEATURES": ""}, True),
+    ({"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": "-f16c"}, True),
+    ({"NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": "+f16c"}, False),
+    ({"LEAKYOPS_MAX_CPU_ISA": "portable"}, True),
+    ({"LEAKYOPS_MAX_CPU_ISA": "PORTABLE", "LEAKYOPS_SOFT_HALF": "0"}, True),  # the cap wins
+    ({"LEAKYOPS_SOFT_HALF": "1"}, True),
+], ids=str)
+def test_float16_path_follows_numbas_target_and_the_caps(env, soft):
+    if not soft and "f16c" not in _cpu.host_features() and not env.get("NUMBA_CPU_NAME"):
+        pytest.skip("this CPU has no F16C")
+    r = _child(env)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["soft"] is soft
+    word = "software float16" if soft else "F16C"
+    assert all(word in info["paths"][op]["float16"] for op in info["paths"])
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"LEAKYOPS_MAX_CPU_ISA": "avx9000"}, "LEAKYOPS_MAX_CPU_ISA='avx9000': not one of portable, f16c"),
+    ({"LEAKYOPS_MAX_CPU_ISA": "f16c", "NUMBA_CPU_NAME": "sandybridge", "NUMBA_CPU_FEATURES": ""},
+     "LEAKYOPS_MAX_CPU_ISA=f16c: the CPU the kernels are compiled for has no F16C"),
+])
+def test_a_cap_the_cpu_cannot_run_is_a_clear_error(env, message):
+    r = _child(env, "import leakyops")
+    assert r.returncode != 0 and message in r.stderr, r.stderr
+
+
+def test_runtime_info_and_the_command_line():
+    info = leakyops.runtime_info()
+    assert set(info) >= {"cpu", "cpu_features", "target", "target_features", "caps", "threads",
+                         "threading_layer", "paths"}
+    assert info["threads"] == leakyops.get_num_threads()
+    assert set(info["paths"]) == {"leaky_relu", "leaky_relu_", "leaky_relu_backward", "prelu",
+                                  "prelu_backward"}
+    assert all(set(p) == {"float16", "bfloat16", "float32", "float64"} for p in info["paths"].values())
+    assert "8 float64 lanes" in info["paths"]["prelu_backward"]["float32"]
+    r = subprocess.run([sys.executable, "-m", "leakyops", "--version", "--verbose"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"leakyops {leakyops.__version__}"
+    assert any(line.startswith("cpu: ") and info["cpu"] in line for line in lines)
+    assert any("LEAKYOPS_MAX_CPU_ISA=" in line for line in lines)
+    assert sum(line.startswith("  prelu_backward ") for line in lines) == 4
+    short = subprocess.run([sys.executable, "-m", "leakyops", "--version"], capture_output=True,
+                           text=True, timeout=300)
+    assert short.stdout.strip() == f"leakyops {leakyops.__version__}"
+
+
+@pytest.mark.slow
+def test_the_portable_path_passes_the_float16_tests_against_pytorch():
+    """The fallback forced (``LEAKYOPS_MAX_CPU_ISA=portable``: software float16 conversions)
+    runs the float16 differential tests against PyTorch, bit for bit, in a child pytest."""
+    pytest.importorskip("torch")
+    env = {k: v for k, v in os.environ.items() if k != "LEAKYOPS_SOFT_HALF"}
+    env["LEAKYOPS_MAX_CPU_ISA"] = "portable"
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
+                        str(_ROOT / "tests" / "core" / "test_vs_torch.py"), "-k",
+                        "f16 and (0.01 or -0.37 or inf or prelu or mixed)"],
+                       cwd=_ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    tail = "\n".join(r.stdout.splitlines()[-15:])
+    assert r.returncode == 0 and " passed" in tail, tail + r.stderr[-2000:]
