@@ -19,7 +19,8 @@ from .._config import NJIT_OPTIONS
 from ._jit import _jit
 from ._rules import (_kahan_add, _load, _load64, _lrelu, _lrelu_grad, _narrow, _prelu_term,
                      _round_sum, _scalar, _start_partials, _sum_start, _term_of)
-from ._vector import LANES, vadd_lane, vlane, vload, vset_lane, vsplat, vstore
+from ._vector import (LANES, vadd_lane, viota, vlane, vload, vload_first, vselect, vset_lane,
+                      vsplat, vstore, vstore_first)
 
 
 @intrinsic
@@ -228,7 +229,7 @@ def _ol_lanes_into(total, tcomp, sums, comps, x):
     return into
 
 
-@_jit
+@njit(inline="always", **NJIT_OPTIONS)
 def _row_sum_c(g, x, gi, i, j, k0, k1, s, ge):
     """Write ``gi`` over row (i, j) of C-contiguous 3-D views, elements k0:k1 (k0 a multiple
     of LANES), and return the row's terms summed in lanes, ``(sums, comps)``."""
@@ -401,9 +402,113 @@ def prelu_fwd_c_run(x, out, w, per_k, ge, axis):
     prelu_fwd_c(x, out, w, per_k, ge, axis, 0, x.shape[axis])
 
 
-@_jit
-def prelu_bwd_c(g, x, gi, w, acc, comp, per_k, ge, axis, lo, hi):
-    """Write ``gi`` over the range and add the weight gradient into (``acc``, ``comp``)."""
+def _row_into_lanes(g, x, gi, i, j, s, ge, lanes):
+    """Write ``gi`` over row (i, j) of C-contiguous 3-D views and add the row's terms into
+    channel j's compensated lanes ``lanes[j]`` (sums, comps), element k into lane k % LANES
+    (a row's last elements fill a part of one vector; the other lanes are left as they were).
+    Exact terms (float32 and half data) add plainly into a row accumulator, which is added
+    compensated into the lanes at the row's end and every ``_BLOCK`` elements; float64 data,
+    whose terms are rounded, adds each vector of terms compensated."""
+
+
+@overload(_row_into_lanes, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_row_into_lanes(g, x, gi, i, j, s, ge, lanes):
+    if x.dtype == types.float64:
+        return _row_into_lanes_compensated
+    return _row_into_lanes_exact
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _fold(lanes, j, acc):
+    """Add the row accumulator ``acc`` compensated into channel j's lanes (in memory: the
+    row loop keeps only ``acc`` in registers)."""
+    sums, comps = _kahan_add(vload(lanes, (j, 0, 0), LANES), vload(lanes, (j, 1, 0), LANES), acc)
+    vstore(lanes, (j, 0, 0), sums)
+    vstore(lanes, (j, 1, 0), comps)
+
+
+def _row_into_lanes_exact(g, x, gi, i, j, s, ge, lanes):
+    n2 = x.shape[2]
+    acc = vsplat(-0.0, LANES)  # (the identity: a sum of -0 terms stays -0)
+    k = 0
+    while k + LANES <= n2:
+        xs = vload(x, (i, j, k), LANES)
+        gs = vload(g, (i, j, k), LANES)
+        xv = _load(xs, gi)
+        gv = _load(gs, gi)
+        vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
+        acc = acc + _term_of(xs, gs, xv, gv, ge)
+        k += LANES
+        if k % _BLOCK == 0:
+            _fold(lanes, j, acc)
+            acc = vsplat(-0.0, LANES)
+    r = n2 - k
+    if r > 0:
+        xt = vload_first(x, (i, j, k), LANES, r)
+        gt = vload_first(g, (i, j, k), LANES, r)
+        xtv = _load(xt, gi)
+        gtv = _load(gt, gi)
+        vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), r)
+        acc = vselect(viota(LANES) < r, acc + _term_of(xt, gt, xtv, gtv, ge), acc)
+    _fold(lanes, j, acc)
+
+
+def _row_into_lanes_compensated(g, x, gi, i, j, s, ge, lanes):
+    n2 = x.shape[2]
+    sums = vload(lanes, (j, 0, 0), LANES)
+    comps = vload(lanes, (j, 1, 0), LANES)
+    k = 0
+    while k + LANES <= n2:
+        xs = vload(x, (i, j, k), LANES)
+        gs = vload(g, (i, j, k), LANES)
+        xv = _load(xs, gi)
+        gv = _load(gs, gi)
+        vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
+        sums, comps = _kahan_add(sums, comps, _term_of(xs, gs, xv, gv, ge))
+        k += LANES
+    r = n2 - k
+    if r > 0:
+        xt = vload_first(x, (i, j, k), LANES, r)
+        gt = vload_first(g, (i, j, k), LANES, r)
+        xtv = _load(xt, gi)
+        gtv = _load(gt, gi)
+        vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), r)
+        s2, c2 = _kahan_add(sums, comps, _term_of(xt, gt, xtv, gtv, ge))
+        live = viota(LANES) < r
+        sums = vselect(live, s2, sums)
+        comps = vselect(live, c2, comps)
+    vstore(lanes, (j, 0, 0), sums)
+    vstore(lanes, (j, 1, 0), comps)
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _channel_total(lanes, j, ge):
+    """Channel j's lanes added compensated, in lane order: ``(total, comp)``."""
+    total, tcomp = _sum_start(ge), 0.0
+    for m in range(LANES):
+        total, tcomp = _kahan_add(total, tcomp, lanes[j, 0, m])
+        total, tcomp = _kahan_add(total, tcomp, -lanes[j, 1, m])
+    return total, tcomp
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _start_lanes(n, ge):
+    """Channel lanes for ``n`` channels: sums at ``_sum_start(ge)``, comps at 0."""
+    lanes = np.zeros((n, 2, LANES))
+    z = _sum_start(ge)
+    for j in range(n):
+        for m in range(LANES):
+            lanes[j, 0, m] = z
+    return lanes
+
+
+@_jit(_nrt=False)
+def prelu_bwd_c(g, x, gi, w, acc, comp, lanes, per_k, ge, axis, lo, hi):
+    """Write ``gi`` over the range and add the weight gradient into (``acc``, ``comp``).
+
+    Slope per row (``per_k`` False): the rows of channel j add into ``lanes[j]`` across all
+    rows, in order, and the lanes of the range's channels are added into ``acc``/``comp`` at
+    the end. Channels last: each element into its weight element's pair, in memory order."""
     i0, i1, j0, j1 = _ranges(x.shape, axis, lo, hi)
     n2 = x.shape[2]
     for i in range(i0, i1):
@@ -419,11 +524,10 @@ def prelu_bwd_c(g, x, gi, w, acc, comp, per_k, ge, axis, lo, hi):
                     a, c = acc[k], comp[k]
                     acc[k], comp[k] = _kahan_add(a, c, term)
                 continue
-            s = _load(w[j], gi)
-            total, tcomp = _sum_start(ge), 0.0
-            for start in range(0, n2, _BLOCK):
-                sums, comps = _row_sum_c(g, x, gi, i, j, start, min(start + _BLOCK, n2), s, ge)
-                total, tcomp = _lanes_into(total, tcomp, sums, comps, x)
+            _row_into_lanes(g, x, gi, i, j, _load(w[j], gi), ge, lanes)
+    if not per_k:
+        for j in range(j0, j1):
+            total, tcomp = _channel_total(lanes, j, ge)
             a, c = acc[j], comp[j]
             a, b = _kahan_add(a, c, total)
             acc[j] = a
@@ -458,9 +562,10 @@ def prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge):
     axis, parts, shared = _prelu_bwd_c_plan(x.shape, w.shape[0], per_k, 1)
     partials = np.zeros((1 if shared else parts, 2, w.shape[0]))
     _start_partials(partials, ge)
+    lanes = _start_lanes(1 if per_k else w.shape[0], ge)
     n = x.shape[axis]
     for u in range(parts):
         lo, hi = _part(n, parts, u)
         p = partials[0] if shared else partials[u]
-        prelu_bwd_c(g, x, gi, w, p[0], p[1], per_k, ge, axis, lo, hi)
+        prelu_bwd_c(g, x, gi, w, p[0], p[1], lanes, per_k, ge, axis, lo, hi)
     combine_partials(partials, acc, ge)

@@ -14,7 +14,7 @@ from numba import njit, prange
 
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
-from ._loops import (_part, _prelu_bwd_c_plan, combine_partials, copy_row, lrelu_bwd_nd,
+from ._loops import (_part, _prelu_bwd_c_plan, _start_lanes, combine_partials, copy_row, lrelu_bwd_nd,
                      lrelu_bwd_row, lrelu_fwd_nd, lrelu_fwd_nd_inplace, lrelu_fwd_row,
                      lrelu_fwd_row_inplace, prelu_bwd_c, prelu_bwd_nd, prelu_fwd_c, prelu_fwd_nd)
 from ._rules import _start_partials
@@ -161,9 +161,10 @@ def prelu_bwd_c_run_par(g, x, gi, w, acc, per_k, ge, nthreads):
     axis, parts, shared = _prelu_bwd_c_plan(x.shape, w.shape[0], per_k, nthreads)
     partials = np.zeros((1 if shared else parts, 2, w.shape[0]))
     _start_partials(partials, ge)
+    lanes = _start_lanes(1 if per_k else w.shape[0], ge)  # (parts own disjoint channels)
     n = x.shape[axis]
     for u in prange(parts):
         lo, hi = _part(n, parts, u)
         p = partials[0] if shared else partials[u]
-        prelu_bwd_c(g, x, gi, w, p[0], p[1], per_k, ge, axis, lo, hi)
+        prelu_bwd_c(g, x, gi, w, p[0], p[1], lanes, per_k, ge, axis, lo, hi)
     combine_partials(partials, acc, ge)

@@ -27,7 +27,7 @@ from numba.core.datamodel import models
 from numba.extending import intrinsic, overload, register_model
 
 __all__ = ["Vec", "LANES", "vload", "vstore", "vsplat", "vlane", "vadd_lane", "vset_lane",
-           "vconvert", "vbitcast", "vshift", "vselect", "vabs"]
+           "vconvert", "vbitcast", "vshift", "vselect", "vabs", "viota", "vload_first", "vstore_first"]
 
 #: The lanes of every fixed-order sum (element k of a row goes to lane k % LANES).
 LANES = 8
@@ -126,6 +126,61 @@ def vstore(typingctx, arr, idx, v):
     return types.none(arr, idx, v), codegen
 
 
+def _first_lanes(context, builder, count, ty, n):
+    """The mask of lanes 0 … count-1 (``count`` an integer value of numba type ``ty``)."""
+    iota = ir.Constant(ir.VectorType(_I32, n), [ir.Constant(_I32, m) for m in range(n)])
+    c = _splat(builder, context.cast(builder, count, ty, types.int32), ir.VectorType(_I32, n))
+    return builder.icmp_signed("<", iota, c)
+
+
+def _masked_intrinsic(builder, name, vty, ret, args):
+    suffix = f"v{vty.count}{'f' if isinstance(vty.element, (ir.FloatType, ir.DoubleType)) else 'i'}" \
+             f"{vty.element.width if isinstance(vty.element, ir.IntType) else (32 if isinstance(vty.element, ir.FloatType) else 64)}"
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, [a.type for a in args]),
+                                        f"llvm.masked.{name}.{suffix}.p0")
+    return builder.call(fn, args)
+
+
+@intrinsic
+def vload_first(typingctx, arr, idx, n, count):
+    """``vload`` of only the first ``count`` (< n) elements, no memory past them touched; the
+    other lanes are zero (``llvm.masked.load``)."""
+    if not (_index_types(arr, idx) and isinstance(n, types.IntegerLiteral)
+            and isinstance(count, types.Integer)):
+        return None
+    rt = Vec(arr.dtype, n.literal_value)
+
+    def codegen(context, builder, sig, args):
+        vty = _llvm(context, rt)
+        ptr = _pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        vptr = builder.bitcast(ptr, ir.PointerType(vty))
+        align = ir.Constant(_I32, context.get_abi_sizeof(_llvm(context, arr.dtype)))
+        mask = _first_lanes(context, builder, args[3], sig.args[3], rt.n)
+        return _masked_intrinsic(builder, "load", vty, vty,
+                                 [vptr, align, mask, ir.Constant(vty, None)])
+
+    return rt(arr, idx, n, count), codegen
+
+
+@intrinsic
+def vstore_first(typingctx, arr, idx, v, count):
+    """Store only the first ``count`` lanes of ``v`` (``llvm.masked.store``)."""
+    if not (_index_types(arr, idx) and isinstance(v, Vec) and v.dtype == arr.dtype
+            and isinstance(count, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        vty = args[2].type
+        ptr = _pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        vptr = builder.bitcast(ptr, ir.PointerType(vty))
+        align = ir.Constant(_I32, context.get_abi_sizeof(_llvm(context, arr.dtype)))
+        mask = _first_lanes(context, builder, args[3], sig.args[3], v.n)
+        _masked_intrinsic(builder, "store", vty, ir.VoidType(), [args[2], vptr, align, mask])
+        return context.get_dummy_value()
+
+    return types.none(arr, idx, v, count), codegen
+
+
 # --- lanes ---------------------------------------------------------------------------------------
 
 
@@ -183,6 +238,19 @@ def vset_lane(typingctx, v, m, x):
                                                             v.dtype), lane)
 
     return v(v, m, x), codegen
+
+
+@intrinsic
+def viota(typingctx, n):
+    """The lane numbers 0, 1, …, n-1 (``int32`` lanes; ``n`` a literal)."""
+    if not isinstance(n, types.IntegerLiteral):
+        return None
+    rt = Vec(types.int32, n.literal_value)
+
+    def codegen(context, builder, sig, args):
+        return ir.Constant(_llvm(context, rt), [ir.Constant(_I32, m) for m in range(rt.n)])
+
+    return rt(n), codegen
 
 
 # --- conversions ---------------------------------------------------------------------------------
