@@ -46,7 +46,7 @@ def _unit_stride(a):
 # leaky_relu forward: y = x if keep(x) else x * s
 
 
-@_jit
+@_jit(_nrt=False)
 def lrelu_fwd_row(x, out, s, ge):
     sc = _scalar(s, out)
     for k in range(x.shape[0]):
@@ -55,7 +55,7 @@ def lrelu_fwd_row(x, out, s, ge):
         out[k] = _narrow(r, out)
 
 
-@_jit
+@_jit(_nrt=False)
 def lrelu_fwd_nd(x, out, s, ge):
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
@@ -66,7 +66,7 @@ def lrelu_fwd_nd(x, out, s, ge):
                 lrelu_fwd_row(xr, outr, s, ge)
 
 
-@_jit
+@_jit(_nrt=False)
 def lrelu_fwd_row_inplace(x, s, ge):
     """The forward written into ``x``: one array, so LLVM needs no overlap check.
 
@@ -80,7 +80,7 @@ def lrelu_fwd_row_inplace(x, s, ge):
         x[k] = _narrow(r, x)
 
 
-@_jit
+@_jit(_nrt=False)
 def lrelu_fwd_nd_inplace(x, s, ge):
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
@@ -95,7 +95,7 @@ def lrelu_fwd_nd_inplace(x, s, ge):
 # leaky_relu backward: dx = g if keep(t) else g * s   (t: input, or result when self_is_result)
 
 
-@_jit
+@_jit(_nrt=False)
 def lrelu_bwd_row(g, t, out, s, ge):
     sc = _scalar(s, out)
     for k in range(t.shape[0]):
@@ -105,7 +105,7 @@ def lrelu_bwd_row(g, t, out, s, ge):
         out[k] = _narrow(r, out)
 
 
-@_jit
+@_jit(_nrt=False)
 def lrelu_bwd_nd(g, t, out, s, ge):
     for i in range(t.shape[0]):
         for j in range(t.shape[1]):
@@ -123,7 +123,7 @@ def lrelu_bwd_nd(g, t, out, s, ge):
 # is broadcast), so no broadcast view has to be built per call.
 
 
-@_jit
+@_jit(_nrt=False)
 def prelu_fwd_row(x, w, base, ws, out, ge):
     for k in range(x.shape[0]):
         v = _load(x[k], out)
@@ -132,7 +132,7 @@ def prelu_fwd_row(x, w, base, ws, out, ge):
         out[k] = _narrow(r, out)
 
 
-@_jit
+@_jit(_nrt=False)
 def prelu_fwd_nd(x, out, w, woff, ws0, ws1, ws2, ge):
     for i in range(x.shape[0]):
         for j in range(x.shape[1]):
@@ -254,7 +254,7 @@ def _row_sum_c(g, x, gi, i, j, k0, k1, s, ge):
     return sums, comps
 
 
-@_jit
+@_jit(_nrt=False)
 def _row_sum_strided(g, x, gi, k0, k1, s, ge):
     """``_row_sum_c`` for 1-D views of any strides, one element at a time: the same lanes,
     the same bits."""
@@ -270,7 +270,7 @@ def _row_sum_strided(g, x, gi, k0, k1, s, ge):
     return sums, comps
 
 
-@_jit
+@_jit(_nrt=False)
 def _row_total(g, x, gi, s, ge):
     """Write ``gi`` over 1-D views and return the compensated (total, comp) of their terms."""
     n = x.shape[0]
@@ -288,7 +288,7 @@ def _row_total(g, x, gi, s, ge):
     return total, tcomp
 
 
-@_jit
+@_jit(_nrt=False)
 def _prelu_bwd_row(g, x, gi, w, acc, comp, base, ws, ge):
     for k in range(x.shape[0]):
         m = base + k * ws
@@ -298,7 +298,7 @@ def _prelu_bwd_row(g, x, gi, w, acc, comp, base, ws, ge):
         acc[m], comp[m] = _kahan_add(a, c, term)
 
 
-@_jit
+@_jit(_nrt=False)
 def prelu_bwd_nd(g, x, gi, w, acc, comp, woff, ws0, ws1, ws2, ge):
     """Write ``gi`` and add the weight gradient into the pair (``acc``, ``comp``).
 
@@ -331,14 +331,14 @@ def _combined(partials, j, ge):
     return total - comp
 
 
-@_jit
+@_jit(_nrt=False)
 def combine_partials(partials, out, ge):
     """``out[j]``: the float64 sum of the partial (acc, comp) pairs of weight element j."""
     for j in range(out.shape[0]):
         out[j] = _combined(partials, j, ge)
 
 
-@_jit
+@_jit(_nrt=False)
 def round_sums(sums, out):
     """``out[j]``: the float64 sum ``sums[j]`` rounded once to ``out``'s storage kind (to
     nearest, ties to even; ±inf on overflow; NaN stays NaN)."""
@@ -346,7 +346,7 @@ def round_sums(sums, out):
         out[j] = _round_sum(sums[j], out)
 
 
-@_jit
+@_jit(_nrt=False)
 def copy_row(src, dst):
     for k in range(src.shape[0]):
         dst[k] = src[k]
@@ -378,7 +378,7 @@ def _ranges(shape, axis, lo, hi):
     return 0, shape[0], lo, hi
 
 
-@_jit
+@_jit(_nrt=False)
 def prelu_fwd_c(x, out, w, per_k, ge, axis, lo, hi):
     i0, i1, j0, j1 = _ranges(x.shape, axis, lo, hi)
     for i in range(i0, i1):
@@ -397,7 +397,7 @@ def prelu_fwd_c(x, out, w, per_k, ge, axis, lo, hi):
                     out[i, j, k] = _narrow(r, out)
 
 
-@_jit
+@_jit(_nrt=False)
 def prelu_fwd_c_run(x, out, w, per_k, ge, axis):
     prelu_fwd_c(x, out, w, per_k, ge, axis, 0, x.shape[axis])
 
