@@ -685,9 +685,13 @@ def _leaky_relu(x, negative_slope, out, compare, slope_dtype, bf16_flush):
     def compute(dest):
         _lrelu_fwd(x, dest, s, rule)
 
+    # the float32 values decide the flush; formed before the result is written, which may be
+    # x itself (in place)
+    wide = _leaky_relu(_as_f32(x), float(s), None, compare, None, False) \
+        if bf16_flush and x.dtype == BFLOAT16 else None
     result = _finish(out, x.shape, x.dtype, (x,), compute)
-    if bf16_flush and result.dtype == BFLOAT16:
-        _flush_bf16(result, _leaky_relu(_as_f32(x), float(s), None, compare, None, False))
+    if wide is not None:
+        _flush_bf16(result, wide)
     return _returned(out, result)
 
 
@@ -993,9 +997,11 @@ def _prelu(x, weight, axis, out, compare, bf16_flush):
             views, (off, st) = _prelu_layout(x, wshape, [dest])
             _run_nd(_kernels.prelu_fwd_nd, views, (rule,), weight=((wflat,), off, st))
 
+    wide = _prelu(_as_f32(x), _as_f32(weight), axis, None, compare, False) \
+        if bf16_flush and x.dtype == BFLOAT16 else None  # (before x may be overwritten)
     result = _finish(out, x.shape, x.dtype, (x, weight), compute)
-    if bf16_flush and result.dtype == BFLOAT16:
-        _flush_bf16(result, _prelu(_as_f32(x), _as_f32(weight), axis, None, compare, False))
+    if wide is not None:
+        _flush_bf16(result, wide)
     return _returned(out, result)
 
 

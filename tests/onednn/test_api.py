@@ -734,3 +734,83 @@ def test_hostile_arguments_get_onednn_statuses():
             cp.execute(dg.Stream(eng), ins, outs)
         assert status(e) == "invalid_arguments"
     assert (out.to_numpy() == 7).all()
+
+
+_MATRIX_BUFFER = r"""
+import numpy as np
+from leakyops import onednn as dg
+F = dg.DataType.f32
+for n in (4, 100_000):
+    src, dst = dg.LogicalTensor(0, F, (n,)), dg.LogicalTensor(1, F, (n,), strides=(-1,))
+    op = dg.Op(0, dg.OpKind.LeakyReLU, "", [src], [dst])
+    op.set_attr("alpha", 0.5)
+    g = dg.Graph(); g.add_op(op); g.finalize(); eng = dg.Engine()
+    cp = g.get_partitions()[0].compile([src], [dst], eng)
+    x = -np.arange(1, n + 1, dtype=np.float32)
+    buf = np.matrix(np.zeros((1, n), np.float32))
+    out = dg.Tensor(dst, eng, buf)
+    cp.execute(dg.Stream(eng), [dg.Tensor(src, eng, np.matrix(x))], [out])
+    assert np.array_equal(np.asarray(buf).ravel(), (x * 0.5)[::-1])
+    assert out.get_data_handle() is buf
+print("ok")
+"""
+
+
+def test_matrix_buffers_under_negative_strides():
+    """Issue 26, item 2: an ``np.matrix`` buffer under a logical tensor with negative strides
+    corrupted memory (its rows were sliced, then viewed past the end); buffers now go through
+    the core's plain view. In a child process, where the old code crashed."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _MATRIX_BUFFER], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
+    with pytest.raises(dg.Error) as e:  # a masked buffer would lose its mask: refused
+        dg.Tensor(lt(0, (4,)), dg.Engine(), np.ma.masked_array(np.zeros(4, np.float32)))
+    assert status(e) == "invalid_arguments"
+
+
+@pytest.mark.parametrize("kind", ["LeakyReLU", "PReLU"])
+def test_in_place_on_a_flushing_engine_equals_a_separate_output(kind):
+    """Issue 26, item 3: in place on an engine that flushes bf16 (AVX512_CORE_BF16), the flush
+    was decided from x after the result had overwritten it."""
+    B = dg.DataType.bf16
+    x = np.array([-2e-38, -1.6e-38, 3, -1], ml_dtypes.bfloat16)
+    ins = [dg.LogicalTensor(0, B, (4,))]
+    if kind == "PReLU":
+        ins.append(dg.LogicalTensor(2, B, (1,)))
+    dst = dg.LogicalTensor(1, B, (4,))
+    op = dg.Op(0, getattr(dg.OpKind, kind), "", ins, [dst])
+    if kind == "LeakyReLU":
+        op.set_attr("alpha", 0.75)
+    else:
+        op.set_attr("data_format", "NCX")  # (a 1-D src has no channel axis in NXC)
+    g = dg.Graph()
+    g.add_op(op)
+    g.finalize()
+    eng = dg.Engine(isa="AVX512_CORE_BF16")
+    cp = g.get_partitions()[0].compile(ins, [dst], eng)
+    extra = [dg.Tensor(ins[1], eng, np.array([0.75], ml_dtypes.bfloat16))] if kind == "PReLU" else []
+    separate = dg.Tensor(dst, eng)
+    cp.execute(dg.Stream(eng), [dg.Tensor(ins[0], eng, x.copy()), *extra], [separate])
+    same = dg.Tensor(ins[0], eng, x.copy())
+    cp.execute(dg.Stream(eng), [same, *extra], [same])
+    assert np.array_equal(same.to_numpy().view(np.uint16), separate.to_numpy().view(np.uint16))
+    assert separate.to_numpy()[0] != 0  # -1.5e-38: a normal bf16 value, not flushed
+
+
+def test_alpha_is_rounded_once_to_f32():
+    """An int beyond 2**53, a Fraction: one rounding from the exact value, as oneDNN's C++ API
+    converts a float attribute (issue 26, item 4 for the oneDNN model)."""
+    from fractions import Fraction
+
+    from leakyops.onednn import _ops
+
+    def f32(v):
+        return float(_ops.convert_attr("op", dg.OpAttr.alpha, "f32", v))
+
+    assert f32(2**60 + 2**36 + 1) == float(np.float32(2**60 + 2**37))
+    assert f32(Fraction(1) + Fraction(1, 2**24) + Fraction(1, 2**60)) == \
+        float(np.nextafter(np.float32(1), np.float32(2)))
+    assert f32(1e300) == np.inf

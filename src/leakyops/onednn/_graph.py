@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import ml_dtypes
 import numpy as np
 
+from .. import _core
 from ._errors import Status, fail
 from ._ops import (
     SCHEMAS,
@@ -515,10 +516,20 @@ def _typed(lt: LogicalTensor) -> bool:
     return _viewable(lt) and lt.data_type in _NP
 
 
+def _plain(handle: object, what: str) -> np.ndarray[Any, Any]:
+    """A buffer as the core's plain view of its memory (``np.matrix`` and other subclasses
+    viewed as ``np.ndarray``, so that reshaping stays flat; masked arrays refused)."""
+    try:
+        return _core.plain_view(handle, "Tensor", what, writable=False, any_dtype=True)
+    except (TypeError, ValueError) as exc:
+        fail(Status.invalid_arguments, str(exc))
+
+
 def _check_buffer(handle: object, lt: LogicalTensor, what: str) -> None:
     if not isinstance(handle, np.ndarray):
         fail(Status.invalid_arguments,
              f"{what}: the handle must be a NumPy array, got {type(handle).__name__}")
+    _plain(handle, what)
     if handle.dtype.hasobject:
         fail(Status.invalid_arguments,
              f"{what}: the handle holds Python objects ({handle.dtype}), not raw memory")
@@ -546,7 +557,7 @@ def _disjoint(dims: Sequence[int], strides: Sequence[int]) -> bool:
 
 def _view(buf: np.ndarray[Any, Any], dims: Sequence[int], strides: Sequence[int],
           dtype: np.dtype[Any]) -> ElementArray:
-    flat = buf.reshape(-1).view(np.uint8)
+    flat = _plain(buf, "buffer").reshape(-1).view(np.uint8)
     if any(d == 0 for d in dims):
         return np.empty(tuple(dims), dtype)
     # only the bytes the view spans (a buffer may end in a partial element)

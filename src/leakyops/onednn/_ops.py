@@ -201,8 +201,7 @@ def convert_attr(op_name: str, key: OpAttr, kind: str, value):
                  f"{op_name}: attribute {key.name!r} must be an f32 number, got {value!r}")
         # through the core's slope rule: ints beyond float range round to ±inf, and values
         # beyond f32's range round to ±inf without a warning
-        with np.errstate(over="ignore"):
-            return np.float32(_core.slope_value(value, op_name, key.name))
+        return np.float32(_core.slope_value(value, op_name, key.name, dtype=np.float32))
     if kind == _BOOL:
         if not isinstance(value, (bool, np.bool_)):
             fail(Status.invalid_graph_op,
