@@ -1,0 +1,395 @@
+"""prelu_backward's grad_weight promise (issue 28, Decision 1), shown on data made to break it.
+
+(a) At least as accurate as PyTorch's CPU result: for every channel of every data set and
+    dtype, |leakyops - exact| <= |PyTorch - exact|, where "exact" is the exact sum of the
+    float64 terms (the products of float16, bfloat16 and float32 values are exact there; for
+    float64 data the terms are the rounded float64 products, as PyTorch forms them too). Each
+    error is computed exactly and rounded once (``math.fsum`` over the terms and the result),
+    so the comparison cannot be decided by the reference's own rounding.
+(b) The same bits for any number of threads (1...8, in a process with a pool of 8) and on any
+    CPU whatever its vector width (this process's native code against SSE2 code in a child
+    process): ``grad_input``, ``grad_weight`` and the unrounded float64 sums of
+    ``_core.prelu_backward_parts`` (which Dask and the oneDNN model add up).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import leakyops
+from leakyops import _core
+from leakyops import _reference as reference
+from refs import BF16, DTYPE_IDS, DTYPES, bits, to_torch
+
+F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
+PRECISION = {F16: 11, BF16: 8, F32: 24, F64: 53}  # significand bits
+
+
+def _finfo(dtype):
+    return ml_dtypes.finfo(dtype) if dtype == BF16 else np.finfo(dtype)
+
+
+def _cast(values, dtype) -> np.ndarray:
+    return np.asarray(values, np.float64).astype(dtype)
+
+
+def _signs(rng, n) -> np.ndarray:
+    return rng.choice([-1.0, 1.0], n)
+
+
+# ---- (a) accuracy: the data sets ----------------------------------------------------------
+# Each makes the (x, g) of one channel, n elements; x <= 0 throughout, so that every element
+# adds its term x * g. Terms stay finite in the dtype (PyTorch rounds each product to it).
+
+
+def _cancellation(rng, dtype, n):
+    """Large terms of both signs that nearly cancel: pairs (x, g), (x', -g) with x' one to
+    three units in the last place away from x, shuffled; the sum is about 2**-p of the sum of
+    the magnitudes."""
+    m = n // 2
+    top = 6 if dtype == F16 else 20
+    x = _cast(-np.exp2(rng.uniform(0, top, m)), dtype)
+    g = _cast(_signs(rng, m) * np.exp2(rng.uniform(0, top, m)), dtype)
+    step = rng.integers(1, 4, m) * 2.0 ** (1 - PRECISION[dtype])
+    x2 = _cast(x.astype(np.float64) * (1 + step), dtype)
+    order = rng.permutation(2 * m)
+    return np.concatenate([x, x2])[order], np.concatenate([g, -g])[order]
+
+
+def _dynamic_range(rng, dtype, n):
+    """Magnitudes spread evenly over the binades, both signs: x over 2**60 (float16: 2**36,
+    its subnormals included), the products over 2**64 (float16: 2**40)."""
+    lo, hi, glo, ghi = (-24, 12, -4, 0) if dtype == F16 else (-30, 30, -2, 2)
+    x = -np.exp2(rng.uniform(lo, hi, n))
+    g = _signs(rng, n) * np.exp2(rng.uniform(glo, ghi, n))
+    return _cast(x, dtype), _cast(g, dtype)
+
+
+def _all_equal(rng, dtype, n):
+    """One term repeated n times (a different one for each call)."""
+    c = rng.integers(0, 4)
+    return _cast(np.full(n, -0.1 * (1 + c / 4)), dtype), _cast(np.full(n, (1 + c / 4) / 3), dtype)
+
+
+def _huge_among_tiny(rng, dtype, n):
+    """Many tiny terms of one sign, and three huge pairs +H, -H at random places: the sum is
+    the tiny terms' alone, which an accumulator that held H has lost."""
+    x = -rng.uniform(1, 2, n) * 2.0 ** -10
+    g = rng.uniform(0.5, 1, n) * 2.0 ** -2
+    ex, eg = {F16: (7, 6), F64: (30, 30)}.get(dtype, (20, 20))
+    where = rng.choice(n, 6, replace=False)
+    hx = -rng.uniform(1, 2, 3) * 2.0 ** ex
+    x[where] = np.concatenate([hx, hx])
+    g[where] = np.concatenate([np.full(3, 2.0 ** eg), np.full(3, -2.0 ** eg)])
+    return _cast(x, dtype), _cast(g, dtype)
+
+
+def _long(rng, dtype, n):
+    """One sign throughout, so that a running sum grows to n/256 and each addition rounds."""
+    return _cast(-rng.uniform(0, 1, n), dtype), _cast(rng.uniform(0, 1, n) * 2.0 ** -6, dtype)
+
+
+def _midpoint_terms(dtype, t: float) -> list[float]:
+    """Seven terms whose sum lies a hair, t * b, above a rounding midpoint of ``dtype``: b and
+    b * 2**-p (their sum is the midpoint), +c, +c, -c, -c, and t * b; c is three quarters of
+    half a float32 unit of b (float64 data: of a float64 unit), so that a float32 (float64)
+    running sum that adds c + c to the midpoint rounds up, one that adds c alone does not.
+    Rounded once, the sum goes up; rounded through a type that has lost t * b, it lands on
+    the midpoint and ties to even, down."""
+    b = 2.0 ** 10 if dtype == F16 else 1.0
+    c = 0.75 * 2.0 ** -(53 if dtype == F64 else 24) * b
+    return [b, b * 2.0 ** -PRECISION[dtype], c, c, -c, -c, t * b]
+
+
+def _midpoint_channels(dtype):
+    """``(x, g)`` of shape (1, 2 * 5040, 7): each channel the midpoint terms in one of their
+    7! orders, each term the product of a power of two x < 0 and g; first with t = 2**-40
+    (exact in float64, lost in float32: a rounding through float32 errs), then with t = 2**-58
+    (lost in float64: a rounding of a float64 sum errs). float64 data: 2**-60 and 2**-80."""
+    ts = (2.0 ** -60, 2.0 ** -80) if dtype == F64 else (2.0 ** -40, 2.0 ** -58)
+    orders = np.array([o for t in ts for o in itertools.permutations(_midpoint_terms(dtype, t))])
+    x = -np.exp2(np.floor(np.log2(np.abs(orders)) / 2))  # about the square root of the term
+    x, g = _cast(x, dtype), _cast(orders / x, dtype)
+    assert (x.astype(np.float64) * g.astype(np.float64) == orders).all(), "a term is not exact"
+    return x[None], g[None]
+
+
+DATASETS = {  # name: (generator, (rows, channels, row length)); row lengths not multiples of 8
+    "cancellation": (_cancellation, (2, 16, (1 << 15) + 3)),
+    "dynamic_range": (_dynamic_range, (2, 16, 2048 + 37)),
+    "all_equal": (_all_equal, (2, 4, 50_001)),
+    "huge_among_tiny": (_huge_among_tiny, (2, 16, (1 << 15) + 3)),
+    "one_channel_1e6": (_long, (1, 1, 10 ** 6)),
+    "one_channel_1e7": (_long, (1, 1, 10 ** 7)),
+}
+
+
+def dataset(name: str, dtype, seed: int = 28):
+    """``(x, g)`` of a data set, channel axis 1."""
+    dtype = np.dtype(dtype)
+    if name == "near_midpoint":
+        return _midpoint_channels(dtype)
+    make, (rows, channels, length) = DATASETS[name]
+    rng = np.random.default_rng(seed)
+    xs, gs = [], []
+    for _ in range(channels):
+        x, g = make(rng, dtype, rows * length)
+        xs.append(x.reshape(rows, length))
+        gs.append(g.reshape(rows, length))
+    return np.stack(xs, 1), np.stack(gs, 1)
+
+
+def _fsum(values: np.ndarray, *more: float) -> float:
+    """The correctly rounded sum of ``values`` and ``more`` (``math.fsum``, in chunks)."""
+    chunks = (values[i:i + (1 << 20)].tolist() for i in range(0, values.size, 1 << 20))
+    return math.fsum(itertools.chain(more, *chunks))
+
+
+def torch_grad_weight(x, g, w) -> np.ndarray:
+    """PyTorch's grad_weight through autograd, as float64."""
+    torch = pytest.importorskip("torch")
+    tx, tw = to_torch(x).requires_grad_(), to_torch(w).requires_grad_()
+    torch.nn.functional.prelu(tx, tw).backward(to_torch(g))
+    return tw.grad.double().numpy()
+
+
+def measure(name: str, dtype) -> list[dict]:
+    """Per channel of a data set: the exact sum (rounded to float64), leakyops' and PyTorch's
+    results, and their errors, each |result - exact sum| computed exactly and rounded once."""
+    dtype = np.dtype(dtype)
+    x, g = dataset(name, dtype)
+    w = _cast(np.full(x.shape[1], 0.25), dtype)
+    terms = reference.grad_weight_terms(g, x)
+    info = _finfo(dtype)
+    assert np.abs(terms).max() <= float(info.max), "a term overflows the dtype"  # (the data's)
+    _, gw = leakyops.prelu_backward(g, x, w)
+    ours, theirs = gw.astype(np.float64), torch_grad_weight(x, g, w)
+    rows = []
+    for c in range(x.shape[1]):
+        tc = np.ascontiguousarray(terms[:, c]).reshape(-1)
+        rows.append({"sum": _fsum(tc), "ours": float(ours[c]), "theirs": float(theirs[c]),
+                     "ours_error": abs(_fsum(tc, -float(ours[c]))),
+                     "theirs_error": abs(_fsum(tc, -float(theirs[c])))})
+    assert max(abs(r["sum"]) for r in rows) <= float(info.max), "a sum overflows the dtype"
+    return rows
+
+
+ACCURACY_CASES = ["cancellation", "dynamic_range", "all_equal", "huge_among_tiny",
+                  "one_channel_1e6", pytest.param("one_channel_1e7", marks=pytest.mark.slow),
+                  "near_midpoint"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("name", ACCURACY_CASES)
+def test_grad_weight_at_least_as_accurate_as_torch(name, dtype):
+    rows = measure(name, dtype)
+    worse = [(c, r) for c, r in enumerate(rows) if not r["ours_error"] <= r["theirs_error"]]
+    table = "\n".join(f"  channel {c}: exact sum {r['sum']!r}; leakyops {r['ours']!r}, error "
+                      f"{r['ours_error']!r}; PyTorch {r['theirs']!r}, error {r['theirs_error']!r}"
+                      for c, r in worse[:10])
+    assert not worse, (f"{name}, {np.dtype(dtype).name}: leakyops' grad_weight is further from "
+                       f"the exact sum than PyTorch's in {len(worse)} of {len(rows)} channels "
+                       f"(first {min(len(worse), 10)}):\n{table}")
+
+
+# ---- (b) the same bits: cases, results, digests -------------------------------------------
+
+TESTS_DIR = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _wide(rng, shape, dtype):
+    """``(x, g)`` over many binades and both signs (a quarter of x positive: zero terms), the
+    products over more than 2**53 (float16: x down to its subnormals), so that float64 sums
+    round and another order of the additions changes their last bits."""
+    lo, hi, glo, ghi = (-24, 6, -14, 2) if dtype == F16 else (-30, 30, -10, 10)
+    x = -np.exp2(rng.uniform(lo, hi, shape))
+    x[rng.random(shape) < 0.25] *= -1
+    g = _signs(rng, shape) * np.exp2(rng.uniform(glo, ghi, shape))
+    return _cast(x, dtype), _cast(g, dtype)
+
+
+def _case(rng, dtype, layout: str, shape, channels: int):
+    """``(g, x, w, axis)`` of a layout, built from (x, g) of ``shape``.
+
+    rows: C-contiguous (rows, C, length), axis 1. channels_last: C-contiguous (n, C), axis -1.
+    strided: every other element of the last axis, axis 1. one_channel_strided: the same
+    with one slope (no axis a thread split can keep whole: partial sums). transposed: the
+    reverse-axes view of a contiguous array, axis 1. channels_last_strided: every other row
+    of (n, C), axis -1.
+    """
+    x, g = _wide(rng, shape, dtype)
+    if layout in ("strided", "one_channel_strided"):
+        x, g = x[..., ::2], g[..., ::2]
+    elif layout == "channels_last_strided":
+        x, g = x[::2], g[::2]
+    elif layout == "transposed":
+        x, g = x.T, g.T
+    axis = -1 if layout.startswith("channels_last") else 1
+    w = _cast(np.linspace(0.1, 0.3, channels), dtype)
+    return g, x, w, axis
+
+
+def width_cases(dtype_ids=tuple(DTYPE_IDS)):
+    """Small cases for the vector-width comparison: every layout, rows that end in a tail
+    (lengths not multiples of 8) and rows longer than a stretch of 2,048 elements."""
+    cases = {}
+    for dtype, did in zip(DTYPES, DTYPE_IDS):
+        if did not in dtype_ids:
+            continue
+        rng = np.random.default_rng(2028 + DTYPE_IDS.index(did))
+        for layout, shape, channels in [
+                ("rows", (2, 3, 2 * 2048 + 13), 3),   # several stretches and a tail
+                ("rows", (5, 3, 37), 3),              # short rows: mostly tail
+                ("strided", (2, 3, 2 * (2048 + 301)), 3),
+                ("one_channel_strided", (2, 1, 2 * 2053), 1),
+                ("channels_last", (3001, 5), 5),
+                ("channels_last_strided", (2 * 1501, 5), 5),
+                ("transposed", (2101, 3, 4), 3)]:      # .T: (4, 3, 2101), memory order reversed
+            cases[f"{layout}{shape}-{did}"] = _case(rng, dtype, layout, shape, channels)
+    return cases
+
+
+def thread_cases():
+    """Cases of about 3e5 elements (threaded for every dtype), each split a different way."""
+    rng = np.random.default_rng(1028)
+    cases = {}
+    for dtype, did in zip(DTYPES, DTYPE_IDS):
+        for layout, shape, channels in [
+                ("rows", (16, 8, 40 * 40 + 3), 8),             # split by channels
+                ("one_channel_strided", (4, 1, 2 * 75_001), 1),  # a reduced axis: partial sums
+                ("channels_last", (75_001, 4), 4),              # units of rows: partial sums
+                ("channels_last_strided", (2 * 75_001, 4), 4),  # general path, partial sums
+                ("transposed", (40 * 40 + 3, 8, 24), 8)]:      # general path, split by channels
+            cases[f"{layout}{shape}-{did}"] = _case(rng, dtype, layout, shape, channels)
+    return cases
+
+
+def results(g, x, w, axis):
+    """``{"grad_input", "grad_weight", "sums"}``: the public call's results and the unrounded
+    float64 sums of ``_core.prelu_backward_parts`` (its grad_input must be the same)."""
+    gi, gw = leakyops.prelu_backward(g, x, w, axis=axis)
+    gi2, acc = _core.prelu_backward_parts(g, x, w, axis)
+    assert np.array_equal(bits(gi), bits(gi2))
+    return {"grad_input": gi, "grad_weight": gw, "sums": acc}
+
+
+def digest(a: np.ndarray) -> str:
+    a = np.ascontiguousarray(a)
+    return hashlib.sha256(f"{a.dtype.str}{a.shape}".encode() + bits(a).tobytes()).hexdigest()[:16]
+
+
+def _child(code: str, env_extra: dict) -> dict:
+    env = dict(os.environ)
+    env.update(env_extra)
+    prelude = (f"import sys; sys.path[:0] = [{str(TESTS_DIR)!r}]\n"
+               f"import importlib.util\n"
+               f"spec = importlib.util.spec_from_file_location('_gw', {__file__!r})\n"
+               f"cases = importlib.util.module_from_spec(spec); spec.loader.exec_module(cases)\n")
+    r = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+# ---- (b) threads ---------------------------------------------------------------------------
+
+THREADS_CHILD = """
+import json
+import leakyops
+from leakyops import _kernels, _threads
+
+entered, nd_parts = [0], []
+_enter, _nd_par = _threads.enter_parallel, _kernels.prelu_bwd_nd_par
+
+def counting_enter():  # evidence that a call ran threaded
+    entered[0] += 1
+    return _enter()
+
+def recording_nd_par(*args):  # the general path's split: how many (acc, comp) pairs
+    nd_parts.append(int(args[4].shape[0]))
+    return _nd_par(*args)
+
+_threads.enter_parallel, _kernels.prelu_bwd_nd_par = counting_enter, recording_nd_par
+out = {}
+for key, case in cases.thread_cases().items():
+    for k in range(1, 9):
+        leakyops.set_num_threads(k)
+        entered[0], nd_parts[:] = 0, []
+        res = cases.results(*case)
+        out[f"{key}|{k}"] = {"digests": {n: cases.digest(a) for n, a in res.items()},
+                             "threads": leakyops.get_num_threads(), "entered": entered[0],
+                             "nd_parts": list(nd_parts)}
+print(json.dumps(out))
+"""
+
+
+def test_grad_weight_bits_do_not_depend_on_the_thread_count():
+    report = _child(THREADS_CHILD, {"NUMBA_NUM_THREADS": "8", "LEAKYOPS_NUM_THREADS": "8",
+                                    "LEAKYOPS_PARALLEL_MIN_BYTES": "131072"})  # (the default)
+    here = {key: {n: digest(a) for n, a in results(*case).items()}
+            for key, case in thread_cases().items()}
+    for key in here:
+        runs = [report[f"{key}|{k}"] for k in range(1, 9)]
+        assert [r["threads"] for r in runs] == list(range(1, 9)), key
+        unthreaded = [k for k, r in zip(range(2, 9), runs[1:]) if r["entered"] < 2]
+        assert not unthreaded, f"{key}: not threaded with {unthreaded} threads (tests nothing)"
+        if key.startswith(("one_channel_strided", "channels_last_strided")):
+            parts = {tuple(r["nd_parts"]) for r in runs[1:]}  # (one thread: the serial loop)
+            assert len(parts) == 1 and min(parts.pop()) > 1, (
+                f"{key}: expected the general path's split into partial sums, fixed in number, "
+                f"got {[r['nd_parts'] for r in runs[1:]]}")
+        for what in ("grad_input", "grad_weight", "sums"):
+            by_k = {k: r["digests"][what] for k, r in zip(range(1, 9), runs)}
+            assert len(set(by_k.values())) == 1, f"{key}: {what} differs by thread count: {by_k}"
+            assert by_k[1] == here[key][what], f"{key}: {what} differs from this process's"
+
+
+# ---- (b) vector width ----------------------------------------------------------------------
+
+WIDTH_CHILD = """
+import json
+import leakyops
+
+info = leakyops.runtime_info()
+out = {"target": [info["target"], info["numba_cpu_features"]],
+       "float16": info["paths"]["prelu_backward"]["float16"], "results": {}}
+with leakyops.thread_limit(1):
+    for key, case in cases.width_cases({dtype_ids!r}).items():
+        res = cases.results(*case)
+        out["results"][key] = {n: cases.digest(a) for n, a in res.items()}
+        out["results"][key]["sums as hex"] = [v.hex() for v in res["sums"].ravel().tolist()]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("dtype_ids", [
+    pytest.param(("f16",), id="f16"),  # (compiling for SSE2 takes about 40 s a dtype here)
+    pytest.param(("bf16", "f32", "f64"), id="bf16-f32-f64", marks=pytest.mark.slow)])
+def test_grad_weight_bits_do_not_depend_on_the_vector_width(dtype_ids):
+    report = _child(WIDTH_CHILD.replace("{dtype_ids!r}", repr(dtype_ids)),
+                    {"NUMBA_CPU_NAME": "x86-64", "NUMBA_CPU_FEATURES": "", "LEAKYOPS_CACHE": "0"})
+    # the child compiled for the SSE2 baseline, float16 conversions in software
+    assert report["target"] == ["x86-64", ""], report["target"]
+    assert "software float16" in report["float16"], report["float16"]
+    differ = []
+    with leakyops.thread_limit(1):
+        for key, case in width_cases(dtype_ids).items():
+            theirs = report["results"][key]
+            for what, a in results(*case).items():
+                if digest(a) != theirs[what]:
+                    differ.append(f"{key} {what}" + (
+                        f": native {[v.hex() for v in a.ravel().tolist()]}, "
+                        f"SSE2 {theirs['sums as hex']}" if what == "sums" else ""))
+    assert not differ, "native and SSE2 code differ in:\n" + "\n".join(differ)
