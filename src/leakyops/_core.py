@@ -1053,16 +1053,19 @@ def _prelu_backward_parts(grad_output, x, weight, axis, compare, bf16_flush):
 
 def _prelu_backward_c(g, x, gi, weight, per_k: bool, rule: bool, acc: np.ndarray) -> None:
     """The backward over C-contiguous 3-D kernel views (see ``_kernels.prelu_bwd_c_run``):
-    ``gi`` written, the float64 weight gradient in ``acc``; threaded when large."""
-    # (the entry points are cached by the first operand's dtype: a weight of another dtype,
-    # which oneDNN's rules allow, is part of the key)
-    flags = (per_k, rule) if weight.dtype is g.dtype else (per_k, rule, weight.dtype)
+    ``gi`` written, the weight gradient in ``acc``: rounded once into a kernel view of the
+    result's storage dtype, or the unrounded sums into a float64 array; threaded when large."""
+    # (the entry points are cached by the first operand's dtype: the weight's dtype, which
+    # oneDNN's rules allow to differ, and the sums' are part of the key)
+    flags = (per_k, rule, weight.dtype, acc.dtype)
     _run_fast(_kernels.prelu_bwd_c_run, (g, x, gi, weight, acc, per_k, rule), flags, gi.nbytes)
 
 
-def _prelu_backward_into(grad_input, g, x, weight, wshape, rule) -> np.ndarray:
+def _prelu_backward_into(grad_input, g, x, weight, wshape, rule, out=None) -> np.ndarray:
     """Write ``grad_input`` (x's shape and dtype, not overlapping the inputs) and return the
-    unrounded float64 weight gradient, shaped like ``weight``.
+    weight gradient shaped like ``weight``: unrounded float64 sums, or, with ``out`` (a flat
+    C-contiguous kernel view of the result's storage dtype), the sums rounded once from their
+    compensated pairs into it.
 
     How the work is split depends on the shapes and the memory layout (the axes are walked
     in memory order), never on the thread count, so the bits do not either: along an axis
@@ -1071,8 +1074,9 @@ def _prelu_backward_into(grad_input, g, x, weight, wshape, rule) -> np.ndarray:
     combined in unit order. Threads then take the parts.
     """
     wsize = weight.size
-    result = np.zeros(wsize, np.float64)
+    result = np.zeros(wsize, np.float64) if out is None else out
     if x.size == 0:
+        result[...] = 0  # (+0 in every storage kind)
         return result.reshape(weight.shape)
     wflat = _flat_weight(weight)
     (x3, gi3, g3), (off, st) = _prelu_layout(x, wshape, [grad_input, g])
@@ -1149,12 +1153,18 @@ def sum_grad_weight_parts(parts, axis=None, keepdims=False) -> np.ndarray:
 
 
 def round_grad_weight(acc, dtype, *, bf16_flush=False) -> np.ndarray:
-    """Round a float64 ``grad_weight`` sum once to ``dtype`` (nearest, ties to even);
-    ``bf16_flush``: a bfloat16 one through float32, as oneDNN's (see :func:`leaky_relu_impl`)."""
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow rounds to ±inf
-        result = np.asarray(acc, np.float64).astype(dtype)
-        if bf16_flush and result.dtype == BFLOAT16:
-            _flush_bf16(result, np.asarray(acc, np.float64).astype(np.float32))
+    """Round a float64 ``grad_weight`` sum once to ``dtype`` (nearest, ties to even; the
+    kernels' ``round_sums``: NumPy's cast to bfloat16 goes through float32 and can round
+    twice); ``bf16_flush``: a bfloat16 one as oneDNN's (see :func:`leaky_relu_impl`)."""
+    acc = np.asarray(acc, np.float64)
+    if not acc.flags.c_contiguous:
+        acc = acc.copy()  # (not ascontiguousarray: it makes a 0-d sum 1-d)
+    result = np.empty(acc.shape, dtype)
+    if acc.size:
+        _kernels.round_sums(acc.reshape(-1), _kernel_view(result).reshape(-1))
+    if bf16_flush and result.dtype == BFLOAT16:
+        with np.errstate(over="ignore"):  # (overflow: ±inf, not small)
+            _flush_bf16(result, acc.astype(np.float32))
     return result
 
 
@@ -1199,13 +1209,11 @@ def _prelu_backward_plain(g, x, weight, layout, out, rule):
     gv, xv, giv, wv = g.reshape(shape), x.reshape(shape), grad_input.reshape(shape), weight
     if view is not None:
         gv, xv, giv, wv = gv.view(view), xv.view(view), giv.view(view), wv.view(view)
-    acc = np.empty(weight.shape[0])
-    _prelu_backward_c(gv, xv, giv, wv, per_k == 1, rule, acc)
-    grad_weight = round_grad_weight(acc, x.dtype)
-    if gw_out is None:
-        return grad_input, grad_weight
-    gw_out[...] = grad_weight
-    return grad_input, gw_out
+    # the kernel writes grad_weight, rounded once, after everything else is read
+    grad_weight = np.empty(weight.shape, x.dtype) if gw_out is None else gw_out
+    _prelu_backward_c(gv, xv, giv, wv, per_k == 1, rule,
+                      grad_weight if view is None else grad_weight.view(view))
+    return grad_input, grad_weight
 
 
 def prelu_backward_impl(grad_output, x, weight, axis=1, out=None, *, compare=">",
@@ -1229,8 +1237,13 @@ def _prelu_backward(grad_output, x, weight, axis, out, compare):
     direct = gi_view is not None and gi_view.dtype == x.dtype and not any(
         np.may_share_memory(gi_view, a) for a in (g, x, weight))
     grad_input = gi_view if direct else np.empty(x.shape, x.dtype)
-    acc = _prelu_backward_into(grad_input, g, x, weight, wshape, rule)
-    grad_weight = round_grad_weight(acc, x.dtype)
+    if type(rule) is bool:  # the sums rounded once from their compensated pairs, in the kernel
+        grad_weight = np.empty(weight.shape, x.dtype)
+        _prelu_backward_into(grad_input, g, x, weight, wshape, rule,
+                             out=_kernel_view(grad_weight).reshape(-1))
+    else:  # a oneDNN kernel's sums: their zero's sign first (_dnnl_sum_zero), then rounded
+        grad_weight = round_grad_weight(
+            _prelu_backward_into(grad_input, g, x, weight, wshape, rule), x.dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # casts overflow to ±inf
         if gi_view is not None and not direct:
             np.copyto(gi_view, grad_input, casting="unsafe")

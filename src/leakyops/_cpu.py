@@ -15,11 +15,16 @@ The kernels take one path per (operator, dtype), decided here once (:func:`kerne
 - ``prelu_backward``'s weight gradient sums its terms in 8 float64 lanes of an explicit LLVM
   vector, in a written-out order (portable: the same bits on every CPU).
 
+- ``leaky_relu_`` on float32 and float64 blends explicit vectors with AVX's ``vblendvps``/
+  ``vblendvpd`` where the target has AVX (LLVM otherwise stores in place with masked stores,
+  several times slower on AMD's Zen), else the portable loop.
+
 The paths give the same bits; they differ in speed. ``LEAKYOPS_MAX_CPU_ISA`` caps them, as
 ``ONEDNN_MAX_CPU_ISA`` caps oneDNN: ``portable`` takes the portable path everywhere (the tests
-force it too), ``f16c`` allows F16C (the default where the target has it). A cap the target
-cannot run (``f16c`` without F16C) is an error naming the missing feature. The older
-``LEAKYOPS_SOFT_HALF=1`` still forces the software float16 conversions.
+force it too), ``avx`` allows the AVX blends, ``f16c`` F16C as well (the default where the
+target has them). A cap the target cannot run (``f16c`` without F16C) is an error naming the
+missing feature. The older ``LEAKYOPS_SOFT_HALF=1`` still forces the software float16
+conversions.
 
 >>> "sse2" in host_features() or not host_features()   # x86-64 has SSE2; other CPUs: their own
 True
@@ -31,13 +36,13 @@ import functools
 import os
 
 __all__ = ["host_features", "host_name", "target", "target_features", "CAP_ENV", "cap", "LEVELS",
-           "soft_half", "kernel_paths", "runtime_info"]
+           "soft_half", "avx_blend", "kernel_paths", "runtime_info"]
 
 #: The environment variable that caps the instruction sets the kernels use.
 CAP_ENV = "LEAKYOPS_MAX_CPU_ISA"
 
 #: The levels of ``LEAKYOPS_MAX_CPU_ISA``, lowest first, with the target features each needs.
-LEVELS = {"portable": frozenset(), "f16c": frozenset({"f16c"})}
+LEVELS = {"portable": frozenset(), "avx": frozenset({"avx"}), "f16c": frozenset({"avx", "f16c"})}
 
 
 @functools.lru_cache(maxsize=None)
@@ -91,27 +96,37 @@ def target_features() -> frozenset[str] | None:
             (have.add if on else have.discard)(f)
         return frozenset(have)
     known = {f for f, on in given.items() if on}
-    if given.get("f16c") is None and _compiles_f16c(name, features):
-        known.add("f16c")  # the named CPU's own default, as LLVM compiles for it
+    for feature in _PROBES:
+        if given.get(feature) is None and _compiles(name, features, feature):
+            known.add(feature)  # the named CPU's own default, as LLVM compiles for it
     return frozenset(known) or None
 
 
+#: Features whose presence in a named CPU's defaults LLVM is asked about: a small function, and
+#: the instruction (or register) that shows LLVM compiled it with the feature.
+_PROBES = {
+    "f16c": ("define i16 @f(float %x) {\n  %h = fptrunc float %x to half\n"
+             "  %b = bitcast half %h to i16\n  ret i16 %b\n}\n", "vcvtps2ph"),
+    "avx": ("define <8 x float> @f(<8 x float> %x, <8 x float> %y) {\n"
+            "  %z = fadd <8 x float> %x, %y\n  ret <8 x float> %z\n}\n", "ymm"),
+}
+
+
 @functools.lru_cache(maxsize=None)
-def _compiles_f16c(cpu: str, features: str) -> bool:
-    """Whether LLVM compiles a float-to-half conversion for ``cpu`` with ``features`` into the
-    F16C instruction (its own answer for a named CPU's defaults: ``haswell`` yes, ``generic``
-    no). Compiles one three-line function; no numba."""
+def _compiles(cpu: str, features: str, feature: str) -> bool:
+    """Whether LLVM compiles ``feature``'s probe for ``cpu`` with ``features`` into the
+    feature's instruction (its own answer for a named CPU's defaults: ``haswell`` has F16C,
+    ``generic`` not). One tiny function; no numba."""
+    source, sign = _PROBES[feature]
     try:
         import llvmlite.binding as llvm
 
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        module = llvm.parse_assembly(
-            "define i16 @f(float %x) {\n  %h = fptrunc float %x to half\n"
-            "  %b = bitcast half %h to i16\n  ret i16 %b\n}\n")
+        module = llvm.parse_assembly(source)
         machine = llvm.Target.from_default_triple().create_target_machine(cpu=cpu,
                                                                             features=features)
-        return "vcvtps2ph" in machine.emit_assembly(module)
+        return sign in machine.emit_assembly(module)
     except Exception:  # pragma: no cover - not x86, or LLVM refuses the name: assume not
         return False
 
@@ -145,6 +160,15 @@ def soft_half() -> bool:
     return "f16c" not in (target_features() or frozenset())
 
 
+def avx_blend() -> bool:
+    """Whether the explicit vector code blends with AVX's ``vblendvps``/``vblendvpd``
+    intrinsics (the target has AVX and no cap below ``avx``) rather than LLVM's portable select,
+    which LLVM turns into slow masked stores in place."""
+    if cap() == "portable":
+        return False
+    return "avx" in (target_features() or frozenset())
+
+
 _OPERATORS = ("leaky_relu", "leaky_relu_", "leaky_relu_backward", "prelu", "prelu_backward")
 _DTYPES = ("float16", "bfloat16", "float32", "float64")
 
@@ -162,6 +186,8 @@ def kernel_paths() -> dict[str, dict[str, str]]:
         paths[op] = {}
         for dt in _DTYPES:
             path = f"loop vectorised by LLVM, {conversions[dt]}"
+            if op == "leaky_relu_" and dt in ("float32", "float64") and avx_blend():
+                path = f"explicit vectors with AVX blends (plain stores), {conversions[dt]}"
             if op == "prelu_backward":
                 path += "; grad_weight in 8 float64 lanes (explicit vectors, written-out order)"
             paths[op][dt] = path

@@ -19,10 +19,12 @@ from numba import njit, typeof, types
 from .. import _cpu
 from .._config import NJIT_OPTIONS, cache_enabled
 
-__all__ = ["_jit", "entry_point", "SOFT_HALF"]
+__all__ = ["_jit", "entry_point", "SOFT_HALF", "AVX_BLEND"]
 
 #: Whether float16 is converted in software (no F16C on the CPU numba compiles for).
 SOFT_HALF = _cpu.soft_half()
+#: Whether vector selects are AVX blends (opaque to LLVM's masked-store folding).
+AVX_BLEND = _cpu.avx_blend()
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
@@ -35,7 +37,7 @@ def _package_stamp() -> tuple:
     for path in files:
         st = os.stat(path)
         stamp.append((path.name, st.st_mtime, st.st_size))
-    return (tuple(stamp), ("soft_half", SOFT_HALF))
+    return (tuple(stamp), ("soft_half", SOFT_HALF), ("avx_blend", AVX_BLEND))
 
 
 class _PackageStampedLocator:

@@ -16,9 +16,10 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
 
 from .._config import NJIT_OPTIONS
+from ._jit import AVX_BLEND as _AVX_BLEND
 from ._jit import _jit
 from ._rules import (_kahan_add, _load, _load64, _lrelu, _lrelu_grad, _narrow, _prelu_term,
-                     _round_sum, _scalar, _start_partials, _sum_start, _term_of)
+                     _round_pair, _round_sum, _scalar, _start_partials, _sum_start, _term_of)
 from ._vector import (LANES, vadd_lane, viota, vlane, vload, vload_first, vselect, vset_lane,
                       vsplat, vstore, vstore_first)
 
@@ -71,13 +72,47 @@ def lrelu_fwd_row_inplace(x, s, ge):
     """The forward written into ``x``: one array, so LLVM needs no overlap check.
 
     (With ``out`` the same memory as ``x``, the vectoriser's run-time overlap check fails
-    and the scalar loop runs: in place was 4x slower than out-of-place.)
+    and the scalar loop runs: in place was 4x slower than out-of-place.) float32 and float64
+    on a C-contiguous row take explicit vectors where the target has AVX (``_inplace_rows``).
     """
-    sc = _scalar(s, x)
+    _inplace_row(x, _scalar(s, x), ge)
+
+
+def _inplace_row(x, sc, ge):
+    """The in-place loop for one row: explicit vectors, or the portable loop."""
+
+
+@overload(_inplace_row, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_inplace_row(x, sc, ge):
+    if _AVX_BLEND and x.layout == "C" and x.dtype in (types.float32, types.float64):
+        # A kept element stores back what was loaded, so LLVM stores only the others, with
+        # masked stores (vmaskmovps), several times slower than plain ones on AMD's Zen; full
+        # vectors blended with AVX's opaque blend (``_vector.blend_avx``) keep plain stores.
+        return _inplace_row_vectors
+    return _inplace_row_portable
+
+
+def _inplace_row_portable(x, sc, ge):
     for k in range(x.shape[0]):
         v = _load(x[k], x)
         r = _lrelu(v, sc, ge)
         x[k] = _narrow(r, x)
+
+
+def _inplace_row_vectors(x, sc, ge):
+    n = x.shape[0]
+    k = 0
+    while k + 2 * LANES <= n:  # two vectors a step
+        a = vload(x, (k,), LANES)
+        b = vload(x, (k + LANES,), LANES)
+        vstore(x, (k,), _narrow(_lrelu(_load(a, x), sc, ge), x))
+        vstore(x, (k + LANES,), _narrow(_lrelu(_load(b, x), sc, ge), x))
+        k += 2 * LANES
+    while k < n:
+        m = min(n - k, LANES)
+        v = vload_first(x, (k,), LANES, m)
+        vstore_first(x, (k,), _narrow(_lrelu(_load(v, x), sc, ge), x), m)
+        k += m
 
 
 @_jit(_nrt=False)
@@ -321,21 +356,23 @@ def prelu_bwd_nd(g, x, gi, w, acc, comp, woff, ws0, ws1, ws2, ge):
 
 @njit(inline="always", **NJIT_OPTIONS)
 def _combined(partials, j, ge):
-    """``sum_i (partials[i, 0, j] - partials[i, 1, j])``, compensated, i = 0, 1, … (from
-    ``_sum_start(ge)``)."""
+    """``sum_i (partials[i, 0, j] - partials[i, 1, j])`` as one compensated pair, i = 0, 1, …
+    (from ``_sum_start(ge)``)."""
     total, comp = _sum_start(ge), 0.0
     for i in range(partials.shape[0]):
         hi, lo = partials[i, 0, j], -partials[i, 1, j]
         total, comp = _kahan_add(total, comp, hi)
         total, comp = _kahan_add(total, comp, lo)
-    return total - comp
+    return total, comp
 
 
 @_jit(_nrt=False)
 def combine_partials(partials, out, ge):
-    """``out[j]``: the float64 sum of the partial (acc, comp) pairs of weight element j."""
+    """``out[j]``: the sum of the partial (acc, comp) pairs of weight element j, rounded once
+    from the pair to ``out``'s storage kind (float64: the sum, rounded once)."""
     for j in range(out.shape[0]):
-        out[j] = _combined(partials, j, ge)
+        total, comp = _combined(partials, j, ge)
+        out[j] = _round_pair(total, comp, out)
 
 
 @_jit(_nrt=False)
@@ -557,8 +594,9 @@ def _prelu_bwd_c_plan(shape, wsize, per_k, nthreads):
 
 @_jit
 def prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge):
-    """The whole backward on C-contiguous views, on this thread: ``gi`` written, the float64
-    weight gradient in ``acc`` (the threaded twin below gives the same bits)."""
+    """The whole backward on C-contiguous views, on this thread: ``gi`` written, the weight
+    gradient in ``acc``, rounded once to its storage kind (a float64 ``acc``: the unrounded
+    sums). The threaded twin gives the same bits."""
     axis, parts, shared = _prelu_bwd_c_plan(x.shape, w.shape[0], per_k, 1)
     partials = np.zeros((1 if shared else parts, 2, w.shape[0]))
     _start_partials(partials, ge)

@@ -15,8 +15,10 @@ from numba import njit, types
 from numba.extending import intrinsic, overload, typeof_impl
 
 from .._config import NJIT_OPTIONS
+from ._jit import AVX_BLEND as _AVX_BLEND
 from ._jit import SOFT_HALF as _SOFT_HALF
-from ._vector import LANES, Vec, _is_mask, _operand, vbitcast, vconvert, vlane, vset_lane
+from ._vector import (LANES, Vec, _is_mask, _operand, blend_avx, blends_avx, vbitcast, vconvert,
+                      vlane, vset_lane)
 
 
 VIEW_DTYPES = {"float16": np.dtype(np.uint16), "bfloat16": np.dtype(np.int16),
@@ -439,12 +441,13 @@ def _select(typingctx, cond, a, b):
                                                    for t in (a, b)):
             return None
         vec = Vec(elt, cond.n)
+        opaque = _AVX_BLEND and blends_avx(vec)
 
         def vcodegen(context, builder, signature, args):
             c, x, y = args
             x = _operand(context, builder, x, signature.args[1], vec)
             y = _operand(context, builder, y, signature.args[2], vec)
-            return builder.select(c, x, y)
+            return blend_avx(context, builder, c, x, y) if opaque else builder.select(c, x, y)
 
         return vec(cond, a, b), vcodegen
     if not isinstance(cond, types.Boolean):
@@ -614,14 +617,70 @@ def _ol_start_partials(partials, ge):
 
 @njit(inline="always", **NJIT_OPTIONS)
 def _kahan_add(s, c, t):
-    """One compensated step: returns the new (sum, compensation); the value is sum - comp.
+    """One compensated step (Neumaier's, with the branch-free TwoSum error): returns the new
+    (sum, compensation); the value is sum - comp. ``s + t = u + e`` exactly, whichever of
+    ``s`` and ``t`` is larger (Kahan's step loses ``e`` when ``|t| > |s|``), and ``e`` joins
+    the compensation. Scalars and ``Vec`` values alike.
 
     Once the sum is ±inf or NaN the compensation is dropped (it would turn inf into NaN).
     """
-    y = t - c
-    u = s + y
-    d = (u - s) - y
-    return u, _select(abs(u) < np.inf, d, 0.0)
+    u = s + t
+    b = u - s
+    e = (s - (u - b)) + (t - b)
+    return u, _select(abs(u) < np.inf, c - e, 0.0)
+
+
+@intrinsic
+def _f64_as_u64(typingctx, value):
+    if value != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.uint64(types.float64), codegen
+
+
+@intrinsic
+def _u64_as_f64(typingctx, bits):
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        low = context.cast(builder, args[0], signature.args[0], types.uint64)
+        return builder.bitcast(low, ir.DoubleType())
+
+    return types.float64(bits), codegen
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _pair_to_odd(s, c):
+    """The value ``s - c`` of a (sum, compensation) pair rounded to odd in float64: to nearest,
+    then, where that was inexact and landed on an even last bit, one step toward the exact
+    value. Rounding it once more, to nearest in a narrower format, rounds ``s - c`` once."""
+    v = s - c
+    b = v - s
+    e = (s - (v - b)) + (-c - b)  # s - c = v + e exactly
+    if e == 0 or not abs(v) < np.inf:
+        return v
+    u = _f64_as_u64(v)
+    if u & np.uint64(1):
+        return v
+    if v == 0:  # (toward e from zero: the smallest subnormal of e's sign)
+        return _u64_as_f64(np.uint64(1)) if e > 0 else -_u64_as_f64(np.uint64(1))
+    away = (e > 0) == (v > 0)  # the exact value lies farther from zero than v
+    return _u64_as_f64(u + np.uint64(1) if away else u - np.uint64(1))
+
+
+def _round_pair(s, c, like):
+    """A (sum, compensation) pair's value ``s - c`` rounded once to ``like``'s storage kind."""
+
+
+@overload(_round_pair, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_round_pair(s, c, like):
+    if like.dtype == types.float64:
+        return lambda s, c, like: s - c  # (the hardware rounds the exact difference once)
+    return lambda s, c, like: _round_sum(_pair_to_odd(s, c), like)
 
 
 def _prelu_term(x64, g64, ge):

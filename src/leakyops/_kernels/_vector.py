@@ -412,6 +412,45 @@ def vselect(typingctx, cond, a, b):
     return vec(cond, a, b), codegen
 
 
+def blend_avx(context, builder, cond, a, b):
+    """``cond ? a : b`` lane by lane through AVX's ``vblendvps``/``vblendvpd`` intrinsics, 256
+    bits at a time (the vector's bits a multiple of 256). The same instruction LLVM emits for a
+    select on AVX2, but opaque to it: LLVM turns a full store of ``select(m, x loaded, y)`` into
+    masked stores (``vmaskmovps``), which are slow on AMD's Zen CPUs."""
+    vty = a.type
+    elt = vty.element
+    width = 32 if isinstance(elt, ir.FloatType) else 64
+    per = 256 // width
+    ity = ir.VectorType(ir.IntType(width), vty.count)
+    maskf = builder.bitcast(builder.sext(cond, ity), vty)  # all ones where true
+    chunk = ir.VectorType(elt, per)
+    name = "llvm.x86.avx.blendv.ps.256" if width == 32 else "llvm.x86.avx.blendv.pd.256"
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(chunk, [chunk] * 3), name)
+    parts = []
+    for c in range(vty.count // per):
+        lanes = [ir.Constant(_I32, c * per + m) for m in range(per)]
+        pick = ir.Constant(ir.VectorType(_I32, per), lanes)
+        undef = ir.Constant(vty, ir.Undefined)
+        lo, hi, m = (builder.shuffle_vector(v, undef, pick) for v in (b, a, maskf))
+        # an empty inline asm hides that the mask is a sign-extended bool: LLVM's x86 combiner
+        # would turn the blend back into a select (and the store of it into masked stores)
+        m = builder.asm(ir.FunctionType(chunk, [chunk]), "", "=x,0", [m], False)
+        parts.append(builder.call(fn, [lo, hi, m]))
+    while len(parts) > 1:  # reassemble, halves first
+        joined = []
+        for x, y in zip(parts[0::2], parts[1::2]):
+            n = x.type.count
+            idx = ir.Constant(ir.VectorType(_I32, 2 * n), [ir.Constant(_I32, m) for m in range(2 * n)])
+            joined.append(builder.shuffle_vector(x, y, idx))
+        parts = joined
+    return parts[0]
+
+
+def blends_avx(vec: Vec) -> bool:
+    """Whether :func:`blend_avx` can blend ``vec`` (float lanes, a multiple of 256 bits)."""
+    return isinstance(vec.dtype, types.Float) and (vec.n * vec.dtype.bitwidth) % 256 == 0
+
+
 @intrinsic
 def vabs(typingctx, v):
     """``|v|`` lane by lane (``llvm.fabs``)."""
