@@ -597,19 +597,23 @@ def _entry(fn, args, flags):
     return ep
 
 
-#: Kernels whose work per byte of output is about twice the element-wise forward's (measured
-#: crossovers of one thread and two: docs/benchmarks.md); bfloat16's rounding counts the same.
-_HEAVY = {_kernels.prelu_bwd_c_run}
-_BF16_VIEW = _VIEW[BFLOAT16]
+#: How much a byte of output weighs against ``PARALLEL_MIN_BYTES`` per kernel and kernel view
+#: dtype: the measured crossovers of one thread and two (AMD EPYC Zen 3, numba's OpenMP team:
+#: docs/benchmarks.md) divided into 128 KiB. The element-wise loops cross at about 140 KB of
+#: float32 or float64 output, 80 KB of float16, under 50 KB of bfloat16 (its rounding is the
+#: work); prelu_backward at about 260 KB of float32 (its lanes, allocated per call, and the
+#: combine cost more than two threads save below), 50 KB of bfloat16.
+_WEIGHT = {np.dtype(np.float32): 1.0, np.dtype(np.float64): 1.0, np.dtype(np.uint16): 1.6,
+           np.dtype(np.int16): 2.6}
+_WEIGHT_PRELU_BWD = {np.dtype(np.float32): 0.5, np.dtype(np.float64): 0.5,
+                     np.dtype(np.uint16): 2.0, np.dtype(np.int16): 2.6}
 
 
 def _run_fast(fn, args, flags, nbytes: int) -> None:
     """A contiguous-path kernel ``fn(*args)``, or its threaded twin ``_THREADED[fn]`` with
     the thread count appended when the work (``nbytes`` of output, weighted) is large."""
-    if fn in _HEAVY:
-        nbytes *= 2
-    if args[0].dtype is _BF16_VIEW:
-        nbytes *= 2
+    dt = args[0].dtype
+    nbytes *= (_WEIGHT_PRELU_BWD if fn is _kernels.prelu_bwd_c_run else _WEIGHT).get(dt, 1.0)
     if nbytes < PARALLEL_MIN_BYTES:
         ep = _ENTRY.get((fn, args[0].dtype, flags))
         if ep is not None:  # (the common case, without a call)
