@@ -284,7 +284,7 @@ def test_onednn_semantics_isa(tmp_path, cli_inproc, monkeypatch, isa):
 
     monkeypatch.setenv("LEAKYOPS_ONEDNN_ISA", "SSE41")
     args = ("prelu_backward", "--shape", "2,3,64", "--dtype", "float32", "--semantics", "onednn",
-            "--values", "special", "--seed", "1")  # (seed 1: the kernels differ on these data)
+            "--values", "special", "--seed", "1")
     case, m = golden(cli_inproc, tmp_path, "isa", *args, "--isa", isa)
     engine_isa = dg.Engine(isa=isa).isa
     assert m["onednn"]["isa"] == engine_isa.upper() and m["onednn"]["isa_asked"] == isa.lower()
@@ -299,8 +299,12 @@ def test_onednn_semantics_isa(tmp_path, cli_inproc, monkeypatch, isa):
     monkeypatch.setenv("LEAKYOPS_ONEDNN_ISA", "model")
     gi_model, gw_model = _onednn_prelu(x, w, "NCX", True, backward=True, g=g)
     assert np.array_equal(bits(load(default, "grad_input")), bits(gi_model))
-    if engine_isa in ("avx2", "sse41"):  # so the golden data above followed --isa
-        assert not (np.array_equal(bits(gi), bits(gi_model)) and np.array_equal(bits(gw), bits(gw_model)))
+    if engine_isa == "sse41":  # so the golden data above followed --isa
+        # (SSE4.1's NaN src takes the x > 0 branch. On these data the AVX2 and AVX-512
+        # kernels differ only in which NaN a diff_slope sum keeps: its order, not promised,
+        # and the same bits when the kernels are compiled for AVX2; the oracle tests compare
+        # those variants on data made for it.)
+        assert not np.array_equal(bits(gi), bits(gi_model))
 
 
 def test_onednn_isa_errors(tmp_path, cli, check_error):
