@@ -5,7 +5,10 @@ the other profiles keep the core's ``gradWeight``."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from fractions import Fraction
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -13,6 +16,7 @@ import pytest
 
 from leakyops import _core, aclnn
 
+ROOT = Path(__file__).resolve().parents[2]
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [pytest.param(np.dtype(np.float16), id="half"), pytest.param(BF16, id="bf16"),
           pytest.param(np.dtype(np.float32), id="float")]
@@ -134,3 +138,24 @@ def test_ascend950_vendor_example_and_empty(backward):
     e = np.zeros((0, 2), np.float16)
     gi, gw = backward(e, e, np.array([1.0, 2.0], np.float16))
     assert gw.tolist() == [7.0, 7.0]                               # nothing written
+
+
+@pytest.fixture(scope="module")
+def table_tool():
+    """tools/ascend950_gradweight_table.py, which makes docs/aclnn.md's measured table."""
+    spec = importlib.util.spec_from_file_location("ascend950_gradweight_table",
+                                                  ROOT / "tools" / "ascend950_gradweight_table.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_docs_table_rows_are_measured(table_tool, dtype):
+    # the L = 64 rows of docs/aclnn.md's table, re-derived by the script that prints it
+    doc = (ROOT / "docs" / "aclnn.md").read_text(encoding="utf-8")
+    m = table_tool.measure(dtype, 64)
+    row = table_tool.format_row(m)
+    assert row in doc.splitlines(), f"docs/aclnn.md lacks the measured row {row}"
