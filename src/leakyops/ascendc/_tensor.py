@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import DTypeLike
 
+from .. import _core
 from ._aicore import UnifiedBuffer, _check_int, current_core
 from ._errors import AscendCTypeError, ConstraintError
 from ._types import ONE_BLK_SIZE, UB_POSITIONS, TPosition, as_dtype, type_name
@@ -195,6 +196,11 @@ class GlobalTensor:
             raise AscendCTypeError(
                 f"GlobalTensor.SetGlobalBuffer: expected a NumPy array (global memory), got "
                 f"{type(buffer).__name__}")
+        try:  # the memory as a plain ndarray (an np.matrix stays 2-D when reshaped)
+            buffer = _core.plain_view(buffer, "GlobalTensor.SetGlobalBuffer", "buffer",
+                                      writable=False, any_dtype=True)
+        except TypeError as exc:  # a masked array: its mask would be ignored
+            raise AscendCTypeError(str(exc)) from None
         if not buffer.flags.c_contiguous:
             raise ConstraintError(
                 "GlobalTensor.SetGlobalBuffer: the array must be C-contiguous (global memory is "
