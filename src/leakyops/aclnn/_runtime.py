@@ -16,6 +16,7 @@ from typing import Any, TypeAlias, Union
 
 import numpy as np
 
+from .. import _core
 from ._status import (
     ACL_ERROR_INVALID_PARAM,
     ACL_ERROR_RT_AICORE_EXCEPTION,
@@ -222,24 +223,33 @@ def aclrtFree(dev_ptr: DevicePtr | None) -> int:
     return ACL_SUCCESS
 
 
-def _host_bytes(obj, name: str, writable: bool):
-    """A flat ``uint8`` view of a host object (NumPy array, bytes, bytearray, memoryview)."""
+def _host_bytes(obj, name: str, writable: bool, where: str):
+    """A flat ``uint8`` view of a host object (NumPy array, bytes, bytearray, memoryview), or
+    the message (beginning with ``where``) of why it is none. An array goes through the core's
+    plain view: a subclass (``np.matrix``, ``np.memmap``) is its memory, flat in memory order
+    whatever its ``reshape`` does; a masked array is refused (its mask would be ignored)."""
     if isinstance(obj, DevicePtr) or obj is None:
-        return None, f"{name} must be host memory (a NumPy array or bytes-like), got {obj!r}"
+        return None, (f"{where}: {name} must be host memory (a NumPy array or bytes-like), "
+                      f"got {obj!r}")
     if isinstance(obj, np.ndarray):
+        try:
+            obj = _core.plain_view(obj, where, name, writable=False, any_dtype=True)
+        except (TypeError, ValueError) as exc:
+            return None, str(exc)
         if obj.dtype.hasobject:  # references, not memory
-            return None, f"{name} must be host memory, got an array of Python objects"
+            return None, f"{where}: {name} must be host memory, got an array of Python objects"
         if not (obj.flags.c_contiguous or obj.flags.f_contiguous):
-            return None, f"{name} must be a contiguous NumPy array"
+            return None, f"{where}: {name} must be a contiguous NumPy array"
         # a contiguous array reshapes to 1-D in memory order without copying
         arr = obj.reshape(-1, order="A").view(np.uint8) if obj.size else np.zeros(0, np.uint8)
     else:
         try:
             arr = np.frombuffer(obj, dtype=np.uint8)
         except (TypeError, ValueError):
-            return None, f"{name} must be host memory (a NumPy array or bytes-like), got {type(obj).__name__}"
+            return None, (f"{where}: {name} must be host memory (a NumPy array or bytes-like), "
+                          f"got {type(obj).__name__}")
     if writable and not arr.flags.writeable:
-        return None, f"{name} is read-only host memory"
+        return None, f"{where}: {name} is read-only host memory"
     return arr, None
 
 
@@ -279,9 +289,9 @@ def _memcpy_views(dst, dest_max, src, count, kind, fname):
             limit = obj.available
             view = obj.bytes(limit)
         else:
-            view, err = _host_bytes(obj, label, writable)
+            view, err = _host_bytes(obj, label, writable, f"{fname}: {kind.name}")
             if err:
-                return None, None, record_error(ACL_ERROR_RT_PARAM_INVALID, f"{fname}: {kind.name}: {err}")
+                return None, None, record_error(ACL_ERROR_RT_PARAM_INVALID, err)
             limit = view.size
         need = dest_max if label == "dst" else count
         if need > limit:
