@@ -175,7 +175,7 @@ def test_prelu_grad_update_matches(prelu, dtype, shape, wn):
     g = _data(shape, dtype, 6, special=False)
     w = _data((wn,), dtype, 7, special=False)
     ctx = _prelu_check(prelu, g, x, w)
-    assert ctx.tiling_key[0] in (1, 2, 103, 201)
+    assert ctx.tiling_key[0] in PRELU_SCH_MODES
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -197,6 +197,59 @@ def test_prelu_grad_update_tiles_and_blocks(prelu, dtype, shape, wn, core_num, u
     tiles = (t.dimProductBeforeUbInner if hasattr(t, "dimProductBeforeUbInner")
              else -(-x.size // t.ubFormer))
     assert tiles > 1 and 1 <= ctx.block_dim <= core_num
+
+
+# The schedule modes BroadcastBaseTiling can pick for PReluGradUpdate's DAG (three CopyInBrc
+# inputs, two outputs, no Var), read off _elewise.BroadcastBaseTiling.DoTiling: a shape that
+# collapses to one dim is 201 (the one-dim-advance tiling, 202, needs at most four inputs and
+# outputs); otherwise a UB broadcast (a half type whose last collapsed dim is whole 32-byte
+# blocks) is 100 + the dims from the UB split axis inward, 109 past four (so 101..104, 109),
+# and NDDMA is 1, or 2 past five dims.
+PRELU_SCH_MODES = {1, 2, 101, 102, 103, 104, 109, 201}
+SWEEP_CORES = 4
+
+
+def _mode_case(mode, xs, gs, dtype, ub_size):
+    return pytest.param(mode, xs, gs, np.dtype(dtype), ub_size,
+                        id=f"{mode}-{'x'.join(map(str, xs))}-{np.dtype(dtype).name}")
+
+
+# (mode, x shape, grads shape, dtype, UB size): with 1..SWEEP_CORES cores each gives as many
+# blocks (the UB sizes found by trying multiples of 1 KiB); the weight has x.shape[1] elements
+# (one for a 1-D x)
+_MODE_CASES = [
+    _mode_case(201, (1000,), (1000,), np.float32, 2048),
+    _mode_case(201, (3000,), (3000,), np.float16, 2048),
+    _mode_case(1, (4, 8, 33), (4, 8, 33), np.float16, 3072),
+    _mode_case(1, (6, 8, 33), (6, 8, 33), np.float32, 3072),
+    _mode_case(2, (12, 3, 2, 2, 2, 2, 8), (12, 3, 1, 2, 1, 2, 1), np.float32, 5120),
+    _mode_case(101, (3, 4, 2048), (1, 4, 2048), np.float16, 4096),
+    _mode_case(102, (48, 32), (48, 32), BF16, 4096),
+    _mode_case(103, (12, 8, 32), (12, 8, 32), BF16, 7168),
+    _mode_case(104, (12, 3, 4, 16), (12, 3, 1, 16), np.float16, 7168),
+    _mode_case(109, (12, 3, 2, 2, 16), (12, 3, 1, 2, 1), np.float16, 7168),
+]
+
+
+def test_prelu_grad_update_mode_cases_cover_every_mode():
+    assert {c.values[0] for c in _MODE_CASES} == PRELU_SCH_MODES
+
+
+@pytest.mark.parametrize("mode,xs,gs,dtype,ub_size", _MODE_CASES)
+def test_prelu_grad_update_every_mode_and_block_count(prelu, mode, xs, gs, dtype, ub_size):
+    # each schedule mode on 1, 2, ..., SWEEP_CORES blocks: dx bit for bit, update as the device,
+    # in either block order
+    x = _data(xs, dtype, 20)
+    g = _data(gs, dtype, 21, special=False)
+    w = _data((xs[1] if len(xs) > 1 else 1,), dtype, 22, special=False)
+    seen = []
+    for cores in range(1, SWEEP_CORES + 1):
+        ctx = _prelu_check(prelu, g, x, w, core_num=cores, ub_size=ub_size)
+        seen.append((ctx.tiling_key[0], ctx.block_dim))
+        if ctx.block_dim > 1:
+            _prelu_check(prelu, g, x, w, core_num=cores, ub_size=ub_size,
+                         block_order=range(ctx.block_dim)[::-1])
+    assert seen == [(mode, n) for n in range(1, SWEEP_CORES + 1)]
 
 
 def test_prelu_grad_update_block_order(prelu):
