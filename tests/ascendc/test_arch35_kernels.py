@@ -110,22 +110,37 @@ def test_leaky_relu_tiles_and_blocks(lrelu, dtype, n, core_num, ub_size):
     assert -(-min(block_former, n) // ub_former) > 1          # several UB tiles per block
 
 
-@pytest.mark.parametrize("n", [512 * k + r for k in range(1, 9) for r in (0, 1, 511)])
-def test_leaky_relu_every_block_count(lrelu, n):
-    # float32 with 8 cores: 1 to 8 blocks as the size grows; block order does not matter
-    x = _data((n,), np.dtype(np.float32), n)
+def _block_count_sizes(dtype):
+    """Sizes that take 1 to 8 blocks on 8 cores: multiples of half a core's share (a core per
+    4 KiB of the type), exactly, one more and 511 more (across a 512-element block factor)."""
+    half_share = 32768 // (8 * np.dtype(dtype).itemsize) // 2
+    return [half_share * k + r for k in (1, 2, 4, 6, 8, 10, 12, 14) for r in (0, 1, 511)]
+
+
+@pytest.mark.parametrize("dtype,n", [pytest.param(d.values[0], n, id=f"{d.id}-{n}")
+                                     for d in DTYPES for n in _block_count_sizes(d.values[0])])
+def test_leaky_relu_every_block_count(lrelu, dtype, n):
+    # 8 cores: 1 to 8 blocks as the size grows; block order does not matter
+    x = _data((n,), dtype, n)
     want = _core.leaky_relu_impl(x, 0.05, compare=">", slope_dtype=np.float32)
     y, ctx = lrelu.run(x, 0.05, core_num=8, ub_size=16384)
     _assert_bits(y, want)
     blocks = ctx.block_dim
+    assert blocks == _elewise_blocks(n, 8 * dtype.itemsize, 8)[2]
     if blocks > 1:
         y2, _ = lrelu.run(x, 0.05, core_num=8, ub_size=16384, block_order=range(blocks)[::-1])
         _assert_bits(y2, want)
 
 
-def test_leaky_relu_block_counts_seen(lrelu):
-    seen = {lrelu.run(np.ones(n, np.float32), 0.1, core_num=8, ub_size=16384)[1].block_dim
-            for n in [512 * k + 1 for k in range(1, 16)]}
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_leaky_relu_block_counts_seen(lrelu, dtype):
+    # the sizes above give every block count from 1 to 8, by the host tiling itself
+    seen = set()
+    for n in _block_count_sizes(dtype):
+        ctx = ac.TilingContext([((n,), dtype)], [((n,), dtype)], (np.float32(0.05),), core_num=8,
+                               ub_size=16384, node_name="LeakyRelu")
+        assert lrelu.TilingForLeakyRelu(ctx) == ac.GRAPH_SUCCESS
+        seen.add(ctx.block_dim)
     assert seen == set(range(1, 9))
 
 
