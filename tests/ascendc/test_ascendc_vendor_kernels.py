@@ -250,10 +250,14 @@ def test_custom_sample_lengths_the_vendor_does_not_handle(custom):
         custom.run(np.zeros(16384, np.float16), 0.01)
 
 
-@pytest.mark.parametrize("name", ["leakyrelu_v2", "fused_bias_leaky_relu", "leaky_relu_custom"])
+@pytest.mark.parametrize("name", ["leakyrelu_v2", "fused_bias_leaky_relu", "leaky_relu_custom",
+                                  "leaky_relu_arch35", "prelu_grad_update_arch35"])
 def test_examples_run_as_scripts(name):
     import subprocess
 
     out = subprocess.run([sys.executable, str(_EXAMPLES / f"{name}.py")], capture_output=True,
                          text=True, timeout=120, check=True)
     assert "float" in out.stdout and "False" not in out.stdout
+    if name.endswith("_arch35"):  # one line per dtype, each ending in its bit-exactness check
+        lines = out.stdout.splitlines()
+        assert len(lines) == 3 and all(line.endswith(": True") for line in lines), out.stdout
