@@ -307,9 +307,23 @@ def test_masks_zeroing_and_merging(core):
         a = Reg.RegTensor[F32]()
         Reg.Duplicate(a, 3.0)
         Reg.Add[F32, Reg.MaskMergeMode.MERGING](r, a, a, Reg.CreateMask[F32, Reg.MaskPattern.VL4]())
+        added = r.numpy()
+        # Max and Min merge too (the MergeMode appendix lists MERGING for both): lanes 0-1 get
+        # max(3, -1), lane 0 then min(3, -1); every other lane keeps what r held
+        b = Reg.RegTensor[F32]()
+        Reg.Duplicate(b, -1.0)
+        Reg.Max[F32, Reg.MaskMergeMode.MERGING](r, a, b, Reg.CreateMask[F32, Reg.MaskPattern.VL2]())
+        maxed = r.numpy()
+        Reg.Min[F32, Reg.MaskMergeMode.MERGING](r, a, b, Reg.CreateMask[F32, Reg.MaskPattern.VL1]())
+        mined = r.numpy()
+        # the same with ZEROING clears the unselected lanes
+        Reg.Max[F32, Reg.MaskMergeMode.ZEROING](r, a, b, Reg.CreateMask[F32, Reg.MaskPattern.VL2]())
     assert merged.tolist() == [1.0] * 32 + [7.0] * 32
     assert zeroed.tolist() == [2.0] * 32 + [0.0] * 32
-    assert r.numpy()[:6].tolist() == [6.0] * 4 + [2.0] * 2
+    assert added.tolist() == [6.0] * 4 + [2.0] * 28 + [0.0] * 32
+    assert maxed.tolist() == [3.0] * 2 + [6.0] * 2 + [2.0] * 28 + [0.0] * 32
+    assert mined.tolist() == [-1.0, 3.0] + [6.0] * 2 + [2.0] * 28 + [0.0] * 32
+    assert r.numpy().tolist() == [3.0] * 2 + [0.0] * 62
 
 
 def test_duplicate_tensor_form_and_select_keeps_sources(core):
@@ -342,6 +356,67 @@ def test_store_near_the_end_with_inactive_tail(core):
         Reg.Duplicate(r, 1.5)
         Reg.StoreAlign(UbufPtr[F32](end - 32), r, Reg.UpdateMask[F32](Ref(8)))
     assert _read(core, F32, 8, end - 32).tolist() == [1.5] * 8
+
+
+def test_pack_b32_store_values(core):
+    # DIST_PACK_B32 (the half path's store): the low 16 bits of each active 32-bit slot, packed
+    # contiguously; the mask is read at 32 bits. A half register as a float -> half Cast leaves
+    # it (results in the even lanes, 0 in the odd ones) stores its even lanes.
+    lanes = np.array([(-1) ** i * (i + 0.5) for i in range(128)], F16)   # 0.5, -1.5, 2.5, ...
+    p = _ub(core, F16, lanes)
+    sentinel = np.array(-7.0, F16)
+    core.ub.data[512:768] = np.full(128, sentinel).view(np.uint8)
+    r = Reg.RegTensor[F16]()
+    with __VEC_SCOPE__():
+        Reg.LoadAlign(r, p)
+        Reg.StoreAlign[F16, Reg.StoreDist.DIST_PACK_B32](UbufPtr[F16](512), r, Reg.UpdateMask[F32](Ref(5)))
+    # slots 0..4 hold lanes (0, 1), (2, 3), ... (8, 9): their low halves are lanes 0, 2, 4, 6, 8
+    assert _read(core, F16, 7, 512).tolist() == [0.5, 2.5, 4.5, 6.5, 8.5, -7.0, -7.0]
+    # a full mask packs all 64 slots: 128 bytes, the even lanes in order, and nothing beyond
+    core.ub.data[512:768] = np.full(128, sentinel).view(np.uint8)
+    u = Reg.RegTensor[np.uint16]()
+    with __VEC_SCOPE__():
+        Reg.LoadAlign(u, UbufPtr[np.uint16](0))
+        Reg.StoreAlign[np.uint16, Reg.StoreDist.DIST_PACK_B32](UbufPtr[np.uint16](512), u,
+                                                                Reg.CreateMask[np.uint32]())
+    assert _read(core, F16, 64, 512).tolist() == [i + 0.5 for i in range(0, 128, 2)]
+    assert (_read(core, F16, 64, 640) == sentinel).all()
+
+
+_TIES = [2.5, -2.5, 3.5, -3.5, 0.5, -0.5, 1.75, -1.75, -0.0, 7.0]
+_ODD_IN = [1 + 2**-11, 1 + 3 * 2**-11, 1 + 2**-12, -(1 + 2**-12), -(1 + 3 * 2**-11), 1 + 2**-10,
+           2.0, 65520.0, 2**-25, -(2**-25), 3 * 2**-26, -0.0]
+
+
+@pytest.mark.parametrize("mode,dst,values,want", [
+    # float -> int32: ties and negatives in each direction
+    (ac.RoundMode.CAST_RINT, np.int32, _TIES, [2, -2, 4, -4, 0, 0, 2, -2, 0, 7]),
+    (ac.RoundMode.CAST_FLOOR, np.int32, _TIES, [2, -3, 3, -4, 0, -1, 1, -2, 0, 7]),
+    (ac.RoundMode.CAST_CEIL, np.int32, _TIES, [3, -2, 4, -3, 1, 0, 2, -1, 0, 7]),
+    (ac.RoundMode.CAST_ROUND, np.int32, _TIES, [3, -3, 4, -4, 1, -1, 2, -2, 0, 7]),
+    (ac.RoundMode.CAST_TRUNC, np.int32, _TIES, [2, -2, 3, -3, 0, 0, 1, -1, 0, 7]),
+    # float -> half to odd: an inexact result takes the neighbour with an odd last bit, ties
+    # included (1 + 2**-11 lies halfway between 1 and 1 + 2**-10); exact values stay; past the
+    # largest half it stops at 65504 (odd); below the smallest subnormal 2**-24 it is 2**-24
+    (ac.RoundMode.CAST_ODD, np.float16, _ODD_IN,
+     [1 + 2**-10, 1 + 2**-10, 1 + 2**-10, -(1 + 2**-10), -(1 + 2**-10), 1 + 2**-10, 2.0, 65504.0,
+      2**-24, -(2**-24), 2**-24, -0.0]),
+], ids=["RINT", "FLOOR", "CEIL", "ROUND", "TRUNC", "ODD"])
+def test_cast_round_modes(core, mode, dst, values, want):
+    src = np.array(values, F32)
+    assert src.astype(np.float64).tolist() == values              # every input exact in float
+    p = _ub(core, F32, np.resize(src, 64))
+    r, out = Reg.RegTensor[F32](), Reg.RegTensor[dst]()
+    layout = Reg.RegLayout.ZERO if dst is np.float16 else Reg.RegLayout.UNKNOWN
+    trait = Reg.CastTrait(layout, Reg.SatMode.NO_SAT, Reg.MaskMergeMode.ZEROING, mode)
+    with __VEC_SCOPE__():
+        Reg.LoadAlign(r, p)
+        Reg.Cast[dst, F32, trait](out, r, Reg.CreateMask[F32]())
+    got = out.numpy()
+    if dst is np.float16:                                         # RegLayout ZERO: the even lanes
+        assert not got[1::2].view(np.uint16).any()
+        got = got[0::2]
+    assert same_bits(got[:len(want)], np.array(want, dst))
 
 
 def test_arithmetic_is_the_exact_layer(core):
