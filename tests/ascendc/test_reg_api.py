@@ -419,6 +419,37 @@ def test_cast_round_modes(core, mode, dst, values, want):
     assert same_bits(got[:len(want)], np.array(want, dst))
 
 
+def test_cast_hybrid_is_refused(core):
+    # CAST_HYBRID is hifloat8's round mode; no emulated conversion takes it, exact ones included
+    src, f16, f32 = Reg.RegTensor[F32](), Reg.RegTensor[F16](), Reg.RegTensor[F32]()
+    hybrid = Reg.RoundMode.CAST_HYBRID
+    with __VEC_SCOPE__():
+        Reg.Duplicate(src, 1.5)
+        Reg.Duplicate(f16, 1.5)
+        m = Reg.CreateMask[F32]()
+        with pytest.raises(ac.ConstraintError, match="CAST_HYBRID"):
+            Reg.Cast[F16, F32, Reg.CastTrait(Reg.RegLayout.ZERO, Reg.SatMode.NO_SAT,
+                                             Reg.MaskMergeMode.ZEROING, hybrid)](f16, src, m)
+        with pytest.raises(ac.ConstraintError, match="CAST_HYBRID"):
+            Reg.Cast[F32, F16, Reg.CastTrait(Reg.RegLayout.ZERO, Reg.SatMode.UNKNOWN,
+                                             Reg.MaskMergeMode.ZEROING, hybrid)](f32, f16, m)
+        with pytest.raises(ac.ConstraintError, match="read before"):   # nothing was written
+            Reg.Add(f32, f32, f32, m)
+    assert (f16.numpy() == 1.5).all()
+
+
+@pytest.mark.parametrize("t", [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.int4, "hifloat8"],
+                         ids=["fp8_e4m3", "fp8_e5m2", "int4", "hifloat8"])
+def test_cast_types_not_emulated_are_refused(core, t):
+    with pytest.raises(ac.AscendCTypeError, match="not (one of the emulated types|an element type)"):
+        Reg.RegTensor[t]()
+    src, dst = Reg.RegTensor[F32](), Reg.RegTensor[F16]()
+    with __VEC_SCOPE__():
+        Reg.Duplicate(src, 1.0)
+        with pytest.raises(ac.AscendCTypeError):
+            Reg.Cast[t, F32](dst, src, Reg.CreateMask[F32]())
+
+
 def test_arithmetic_is_the_exact_layer(core):
     # bf16 Mul and Add round once (the product of two bf16 is exact in float64)
     rng = np.random.default_rng(3)

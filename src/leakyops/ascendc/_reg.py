@@ -950,6 +950,9 @@ def _cast(targs: tuple, dstReg: Any, srcReg: Any, mask: Any) -> None:
                                f"emulated conversion (see CAST_TABLE)")
     layouts, sats, rounds = CAST_TABLE[pair]
     what = f"Reg::Cast<{type_name(dst.dtype)}, {type_name(src.dtype)}>"
+    if trait.roundMode is RoundMode.CAST_HYBRID:   # also on exact pairs, which ignore the others
+        raise ConstraintError(f"{what}: roundMode CAST_HYBRID is not supported (hifloat8's "
+                              f"rounding; no emulated conversion takes it)")
     if trait.layoutMode not in layouts:
         raise ConstraintError(f"{what}: layoutMode {trait.layoutMode.name} is not allowed; expected "
                               f"{' or '.join(m.name for m in layouts)}")
