@@ -193,6 +193,39 @@ def test_elewise_base_tiling_and_scalars():
     assert "Input[0] shape is not equal with output shape" in bad.errors[0]
 
 
+def test_elewise_base_tiling_32b_by_hand():
+    # DoTiling32B with an extra size and an extra buffer, worked by hand: 100000 halves on 64
+    # cores and 253952 bytes of UB, the DAG's 4 buffers + 1 of 16 bits each
+    ctx = ac.TilingContext([((100000,), F16)], [((100000,), F16)], core_num=64)
+    tiling = ac.ElewiseBaseTiling(ctx)
+    assert tiling.DoTiling32B(_leaky_like(F16), 1024, 1) == ac.GRAPH_SUCCESS
+    data = ctx.tiling_data
+    assert isinstance(data, ac.EleBaseTilingData32B) and len(data.scalarData) == 16
+    # cores: ceil(100000 * 16 / 32768) = ceil(48.83) = 49; the block factor
+    # ceil(ceil(100000 / 49) / 512) * 512 = ceil(2041 / 512) * 512 = 2048, so ceil(100000 / 2048)
+    # = 49 blocks; the UB factor (253952 - 1024) * 8 // (5 * 16) = 25292, down to a multiple of
+    # 256 bytes of half (128 elements): 197 * 128 = 25216
+    assert (data.dim0, data.coreNum, data.ubFormer, tiling.GetBlockDim()) == (100000, 49, 25216, 49)
+    # 16 bytes of scalars: a float and a double fit (packed in order), a third scalar does not
+    tiling.SetScalar[ac.float32](0.5)
+    tiling.SetScalar(np.float64(0.25))
+    assert np.frombuffer(bytes(data.scalarData[:4]), np.float32)[0] == 0.5
+    assert np.frombuffer(bytes(data.scalarData[4:12]), np.float64)[0] == 0.25
+    with pytest.raises(ac.ConstraintError, match="do not fit the tiling data's 16-byte scalarData"):
+        tiling.SetScalar(np.float64(1.0))
+    # and the schedule runs from it: Var 0 is the float 0.5, every element halved exactly
+    x = ((np.arange(100000) % 2048) - 1024).astype(F16)
+    y = np.zeros_like(x)
+
+    def kernel(x_gm, y_gm, tilingData):
+        sch = ac.ElementwiseSchWithScalar[ac.EleBaseTilingData32B, 1, _leaky_like(F16)](tilingData)
+        sch.Init(x_gm, y_gm)
+        sch.Process()
+
+    ac.launch(kernel, tiling.GetBlockDim(), x, y, data, ub_size=ac.ASCEND950_UB_SIZE)
+    assert y.tolist() == (x.astype(np.float64) / 2).tolist()
+
+
 def test_dimension_collapse():
     # grads and features (2, 3, 4, 5), the weight (1, 3, 1, 1): the two trailing axes merge
     dims, strides = DimensionCollapse([(2, 3, 4, 5), (2, 3, 4, 5), (1, 3, 1, 1)], (2, 3, 4, 5))
