@@ -223,6 +223,24 @@ def test_unified_buffer_capacity_rules():
         ac.AICore(ub_size=0)
 
 
+@pytest.mark.parametrize("size", [2**40, ac.MAX_UB_SIZE + 32])
+def test_unified_buffer_size_is_bounded(size):
+    # a huge UB is refused, naming the limit, before anything is allocated (2**40 bytes would
+    # otherwise be tried), in AICore, UnifiedBuffer and launch alike
+    assert ac.MAX_UB_SIZE == 1 << 20 and ac.MAX_UB_SIZE >= 4 * ac.ASCEND950_UB_SIZE
+    msg = rf"at most MAX_UB_SIZE = 1048576 bytes .* got {size}"
+    with pytest.raises(ac.ConstraintError, match=msg):
+        ac.AICore(ub_size=size)
+    with pytest.raises(ac.ConstraintError, match=msg):
+        ac.UnifiedBuffer(size)
+    ran = []
+    with pytest.raises(ac.ConstraintError, match=msg):
+        ac.launch(lambda: ran.append(1), 2, ub_size=size)
+    assert ran == []
+    with ac.AICore(ub_size=ac.MAX_UB_SIZE) as core:           # the limit itself is fine
+        assert core.ub.capacity == ac.MAX_UB_SIZE
+
+
 def test_queue_misuse(core):
     pipe = ac.TPipe()
     q = ac.TQue(ac.TPosition.VECIN, 2)

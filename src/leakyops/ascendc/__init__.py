@@ -30,8 +30,8 @@ scalar in the tensor's type), the other instructions are ``leakyops._vector_math
 [-0.287109375, 246.0, -0.438232421875, 177.0, 596.0, -0.9501953125, -0.293212890625, 322.0]
 """
 
-from ._aicore import (DEFAULT_UB_SIZE, AICore, GetBlockIdx, GetBlockNum, UnifiedBuffer,
-                      current_core, launch)
+from ._aicore import (DEFAULT_UB_SIZE, MAX_UB_SIZE, AICore, GetBlockIdx, GetBlockNum,
+                      UnifiedBuffer, current_core, launch)
 from ._dag import Bind, DAGSch, Elems, MemLevel, MemOptCfg, Placeholder, Vec
 from ._datacopy import (DataCopy, DataCopyExtParams, DataCopyPad, DataCopyPadExtParams,
                         DataCopyParams)
@@ -62,7 +62,7 @@ from ._vector import (CAST_TABLE, Add, Adds, Cast, Duplicate, LeakyRelu, Maxs, M
 
 __all__ = [
     # memory and tensors
-    "AICore", "UnifiedBuffer", "DEFAULT_UB_SIZE", "current_core", "LocalTensor", "GlobalTensor",
+    "AICore", "UnifiedBuffer", "DEFAULT_UB_SIZE", "MAX_UB_SIZE", "current_core", "LocalTensor", "GlobalTensor",
     "TPosition", "QuePosition",
     # pipe and queues
     "TPipe", "TQue", "TBuf", "LocalMemAllocator",

@@ -19,11 +19,15 @@ from ._errors import ConstraintError, UnifiedBufferOverflowError
 from ._types import FULL_MASK, ONE_BLK_SIZE, MaskMode
 
 __all__ = [
-    "DEFAULT_UB_SIZE", "UnifiedBuffer", "AICore", "current_core", "launch",
+    "DEFAULT_UB_SIZE", "MAX_UB_SIZE", "UnifiedBuffer", "AICore", "current_core", "launch",
     "GetBlockIdx", "GetBlockNum",
 ]
 
 DEFAULT_UB_SIZE = 192 * 1024  # Atlas A2/A3 AI Core Unified Buffer
+#: The largest Unified Buffer a core may be given: four times the largest one modelled (Ascend
+#: 950's 248 KiB; A2/A3 have 192 KiB), rounded up to a power of two. Each block of a launch
+#: allocates its own, so a size is refused above this rather than tried.
+MAX_UB_SIZE = 1 << 20
 _POISON = 0xFF                # fresh UB bytes: NaN for half/float, so a read-before-write shows
 
 
@@ -51,6 +55,10 @@ class UnifiedBuffer:
 
     def __init__(self, capacity: int = DEFAULT_UB_SIZE):
         capacity = _check_int(capacity, "Unified Buffer capacity", lo=ONE_BLK_SIZE)
+        if capacity > MAX_UB_SIZE:
+            raise ConstraintError(
+                f"Unified Buffer capacity must be at most MAX_UB_SIZE = {MAX_UB_SIZE} bytes (1 MiB: "
+                f"Ascend 950's 248 KiB four times over, rounded up), got {capacity}")
         if capacity % ONE_BLK_SIZE:
             raise ConstraintError(
                 f"Unified Buffer capacity must be a multiple of {ONE_BLK_SIZE} bytes, "
