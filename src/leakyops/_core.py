@@ -31,6 +31,8 @@ __all__ = [
     "result_dtype",
     "prelu_dtype",
     "prelu_weight_shape",
+    "disjoint_layout",
+    "dense_layout",
     "copy",
     "leaky_relu_impl",
     "leaky_relu_inplace_impl",
@@ -324,12 +326,65 @@ def _out(out, shape, arg: str = "out") -> np.ndarray:
 
 
 def _no_internal_overlap(a: np.ndarray, arg: str) -> None:
-    if a.size == 0:
+    """A ValueError where elements of ``a`` (an array to be written) share memory: each would
+    be written over another's result, or read after it was written. Contiguous arrays, the
+    common case, cannot overlap and cost two flag reads."""
+    f = a.flags
+    if f.c_contiguous or f.f_contiguous or disjoint_layout(a.shape, a.strides, a.itemsize):
         return
-    for n, st in zip(a.shape, a.strides):
-        if st == 0 and n > 1:
-            raise _ArgValueError(f"{arg} has internal overlap (a zero stride): more than "
-                                 f"one element refers to the same memory")
+    why = "a zero stride" if any(st == 0 and n > 1 for n, st in zip(a.shape, a.strides)) \
+        else f"strides {a.strides} over shape {a.shape}, {a.itemsize}-byte elements"
+    raise _ArgValueError(f"{arg} has internal overlap ({why}): more than one element refers "
+                         f"to the same memory")
+
+
+# ---------------------------------------------------------------------------------------------
+# layouts: which strides give every element its own memory (the core's out= checks, and the
+# front-ends' models, e.g. oneDNN's logical tensors, ask here)
+
+
+def disjoint_layout(shape, strides, itemsize: int = 1) -> bool:
+    """Whether elements of ``itemsize`` at ``strides`` (in the unit of ``itemsize``: bytes
+    with an array's ``strides`` and ``itemsize``, elements with the default 1) over ``shape``
+    occupy disjoint memory, decided exactly.
+
+    First a sufficient rule that every permuted, padded or flipped layout meets: with the
+    axes sorted by stride, each stride passes the reach of the axes before it. A layout that
+    fails it either holds more elements than its extent has room for (they overlap), or is
+    interleaved (element strides (3, 2) over shape (2, 3) put elements at 0, 2, 4, 3, 5, 7,
+    each its own): then the offsets are listed and compared, at most one per element of the
+    extent.
+    """
+    if 0 in shape:
+        return True
+    axes = sorted((abs(st), n) for n, st in zip(shape, strides) if n > 1)
+    reach = 0  # the offset of the last element from the first, over the axes so far
+    for st, n in axes:
+        if st < reach + itemsize:
+            break
+        reach += (n - 1) * st
+    else:
+        return True
+    count = math.prod(n for _, n in axes)
+    extent = sum((n - 1) * st for st, n in axes) + itemsize
+    if count * itemsize > extent:
+        return False  # (more elements than the extent holds)
+    offsets = np.zeros(1, np.int64)  # (a sign flips an axis: the same offsets, shifted)
+    for st, n in axes:
+        offsets = (offsets[:, None] + np.arange(n, dtype=np.int64) * st).reshape(-1)
+    offsets.sort()
+    return bool((np.diff(offsets) >= itemsize).all())
+
+
+def dense_layout(shape, strides) -> bool:
+    """Whether element ``strides`` over ``shape`` cover exactly ``prod(shape)`` consecutive
+    elements, each once (any order of axes, any signs; axes of extent 1 ignored)."""
+    expect = 1
+    for st, n in sorted((abs(st), n) for n, st in zip(shape, strides) if n != 1):
+        if st != expect:
+            return False
+        expect *= n
+    return True
 
 
 def _check_self_is_result(negative_slope, self_is_result) -> None:

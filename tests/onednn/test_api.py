@@ -736,6 +736,33 @@ def test_hostile_arguments_get_onednn_statuses():
     assert (out.to_numpy() == 7).all()
 
 
+def test_an_interleaved_output_whose_elements_are_each_their_own_is_written():
+    """Whether an output's elements share memory is the core's one rule (``disjoint_layout``),
+    exact: strides (3, 2) over (2, 3) put the elements at 0, 2, 4, 3, 5, 7, each its own,
+    and are written (the model's own rule, only sufficient, refused them as sharing memory);
+    strides (2, 1) make them share and are refused."""
+    src = lt(0, (2, 3))
+    x = np.array([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]], np.float32)
+    for strides, shares in (((3, 2), False), ((2, 1), True)):
+        dst = lt(1, (2, 3), strides=strides)
+        op = dg.Op(0, dg.OpKind.LeakyReLU, "", [src], [dst])
+        op.set_attr("alpha", 0.5)
+        g = graph_of(op)
+        eng = dg.Engine()
+        cp = g.get_partitions()[0].compile([src], [dst], eng)
+        buf = np.full(8, 7.0, np.float32)
+        out = dg.Tensor(dst, eng, buf)
+        if shares:
+            with pytest.raises(dg.Error, match="share memory") as e:
+                cp.execute(dg.Stream(eng), [dg.Tensor(src, eng, x)], [out])
+            assert status(e) == "invalid_arguments" and (buf == 7).all()
+            continue
+        cp.execute(dg.Stream(eng), [dg.Tensor(src, eng, x)], [out])
+        expected = _core.leaky_relu_impl(x, np.float32(0.5), compare="dnnl-eltwise")
+        assert out.to_numpy().tolist() == expected.tolist()
+        assert buf[[1, 6]].tolist() == [7.0, 7.0]
+
+
 _MATRIX_BUFFER = r"""
 import numpy as np
 from leakyops import onednn as dg

@@ -5,9 +5,9 @@ Each edge found has a test here that failed on the code it was found in; where t
 crashed the process (heap corruption, SIGSEGV, abort at exit), the case runs in a child
 interpreter and the test reads its exit status. The property test at the end draws the
 array-likes the core meets — ndarray subclasses (``np.matrix``, ``np.memmap``, masked
-arrays), lists, non-native byte orders, unaligned and strided memory, zero strides, read-only
-views, outputs that are or overlap an input — cut from one buffer with random bytes around
-them, and requires of every call: the exact result (against the naive reference) written
+arrays), lists, non-native byte orders, unaligned and strided memory, zero strides and other
+views whose elements share memory, read-only views, outputs that are or overlap an input —
+cut from one buffer with random bytes around them, and requires of every call: the exact result (against the naive reference) written
 into ``out`` and nowhere else, or a clear ``TypeError``/``ValueError`` naming the function,
 with every byte of the buffer unchanged. The decisions are in docs/semantics.md ("Arrays the
 core takes").
@@ -16,6 +16,7 @@ core takes").
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import as_strided
 from refs import BF16, DTYPES, assert_same, assert_same_sum, numpy_of, to_torch
@@ -306,6 +307,107 @@ def test_zero_stride_grad_weight_out_is_refused_on_every_path(contiguous):
     assert room.tolist() == [-1.0, 0.0, -2.0, 0.0, -3.0, 0.0]
 
 
+# ------------------------- item 5 (audit): outputs that overlap themselves, any strides, every path
+def _overlapping(dtype=np.float32, shape=(3, 2), steps=(1, 1), fill=9.0):
+    """A view of ``shape`` whose elements share memory (element strides ``steps``; a float
+    step is a part of an element, the bytes then overlap in part), and the buffer under it."""
+    dtype = np.dtype(dtype)
+    strides = tuple(int(st * dtype.itemsize) for st in steps)
+    nbytes = sum((n - 1) * abs(st) for n, st in zip(shape, strides)) + dtype.itemsize
+    base = np.full(-(-nbytes // dtype.itemsize), fill, dtype)
+    first = sum((n - 1) * -st for n, st in zip(shape, strides) if st < 0)
+    return base, np.ndarray(shape, dtype, buffer=base, offset=first, strides=strides)
+
+
+def _layout_overlaps(shape, strides, itemsize) -> bool:
+    """Brute force: whether two elements' bytes meet (independent of the core's rule)."""
+    count = np.zeros(sum((n - 1) * abs(st) for n, st in zip(shape, strides) if n) + itemsize,
+                     int)
+    for idx in np.ndindex(*shape):
+        start = sum(i * abs(st) for i, st in zip(idx, strides))
+        count[start:start + itemsize] += 1
+    return bool(count.max(initial=0) > 1)
+
+
+#: (shape, element steps, whether elements share memory): a float step is part of an element
+LAYOUTS = [((3, 2), (1, 1), True), ((2, 3), (2, 1), True), ((3,), (0.5,), True),
+           ((2, 2, 2), (4, 1, 1), True), ((4, 2), (-1, 1), True),
+           ((2, 3), (3, 2), False),  # elements at 0, 2, 4, 3, 5, 7: interleaved, each its own
+           ((3, 2), (-2, 5), False)]
+
+
+def test_outputs_are_refused_exactly_when_their_elements_share_memory():
+    """A view whose elements share memory (with any strides, not only zero ones) as ``out``
+    or as leaky_relu_'s ``x`` was written element by element: wrong values (leaky_relu_
+    applied the slope twice to the shared elements). Refused now, with every byte unchanged;
+    a layout whose elements are each their own, however interleaved, is written exactly."""
+    for shape, steps, overlaps in LAYOUTS:
+        x = (np.arange(math.prod(shape), dtype=np.float32).reshape(shape) - 2) * 1.5
+        w = np.linspace(-1, 1, shape[-1], dtype=np.float32)
+        ax = x.ndim - 1
+        calls = {
+            "leaky_relu": (lambda o: leakyops.leaky_relu(x, 0.5, out=o), "out",
+                           lambda: reference.leaky_relu(x, 0.5)),
+            "leaky_relu_": (lambda o: leakyops.leaky_relu_(o, 0.5), "x",
+                            lambda: reference.leaky_relu(x, 0.5)),
+            "leaky_relu_backward": (lambda o: leakyops.leaky_relu_backward(x, x, 0.5, out=o),
+                                    "out", lambda: reference.leaky_relu_backward(x, x, 0.5)),
+            "prelu": (lambda o: leakyops.prelu(x, w, axis=ax, out=o), "out",
+                      lambda: reference.prelu(x, w, ax)),
+            "prelu_backward": (lambda o: leakyops.prelu_backward(x, x, w, axis=ax, out=(o, None))[0],
+                               r"out\[0\] \(grad_input\)",
+                               lambda: reference.prelu_backward(x, x, w, ax)[0]),
+        }
+        for name, (call, arg, expected) in calls.items():
+            base, view = _overlapping(shape=shape, steps=steps)
+            before = base.copy()
+            if name == "leaky_relu_" and not overlaps:
+                view[...] = x
+                before = base.copy()
+            assert _layout_overlaps(view.shape, view.strides, 4) is overlaps
+            if overlaps:
+                with pytest.raises(ValueError, match=rf"^{name}: {arg} has internal overlap"):
+                    call(view)
+                assert np.array_equal(base, before), (shape, steps, name)
+            else:
+                assert call(view) is view
+                assert_same(view, expected())
+                outside = ~_core_covered(base, view)
+                assert np.array_equal(base.view(np.uint8)[outside],
+                                      before.view(np.uint8)[outside]), (shape, steps, name)
+    x = -np.ones((2, 3), np.float32)
+    base, gw = _overlapping(shape=(3,), steps=(0.5,))  # grad_weight: half an element apart
+    with pytest.raises(ValueError, match=r"^prelu_backward: out\[1\] \(grad_weight\) has "
+                                         r"internal overlap"):
+        leakyops.prelu_backward(x, x, np.ones(3, np.float32), out=(None, gw))
+    assert (base == 9.0).all()
+
+
+def _core_covered(base: np.ndarray, view: np.ndarray) -> np.ndarray:
+    """Which bytes of ``base`` the elements of ``view`` (a view of it) occupy."""
+    mask = np.zeros(base.nbytes, bool)
+    start = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    as_strided(mask[start:], view.shape + (view.itemsize,), view.strides + (1,))[...] = True
+    return mask
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(dims=st.lists(st.tuples(st.integers(0, 4), st.integers(-12, 12)), max_size=4),
+       itemsize=st.sampled_from([1, 2, 4, 8]))
+@example(dims=[(2, 3), (3, 2)], itemsize=1)     # interleaved: 0, 2, 4, 3, 5, 7
+@example(dims=[(2, 0), (3, 12)], itemsize=4)    # a zero stride past the pigeonhole test
+@example(dims=[(3, -8), (2, 4)], itemsize=4)    # two rows, the second half-way in the first
+def test_disjoint_layout_is_exact(dims, itemsize):
+    """The core's one rule (used by its out= checks and by the oneDNN model's), against brute
+    force over the bytes; a dense layout (every element once, no gaps) is disjoint."""
+    shape = tuple(n for n, _ in dims)
+    strides = tuple(st for _, st in dims)
+    expected = 0 not in shape and _layout_overlaps(shape, strides, itemsize)
+    assert _core.disjoint_layout(shape, strides, itemsize) is (not expected), (shape, strides)
+    if _core.dense_layout(shape, strides):
+        assert _core.disjoint_layout(shape, strides)
+
+
 # -------------------------------------------------------------- item 8: times are not slopes
 @pytest.mark.parametrize("slope", [np.timedelta64(3, "ns"), np.timedelta64(3, "s"),
                                    np.datetime64("2026-01-01"), np.array(np.timedelta64(3, "s"))],
@@ -384,10 +486,10 @@ SLOPES = [  # (the slope given, the slope the reference takes per compute type: 
     (float("nan"), {F32: float("nan"), F64: float("nan")}),
 ]
 X_KINDS = ["array", "list", "matrix", "memmap", "masked", "swapped", "unaligned", "strided",
-           "broadcast", "read-only"]
+           "broadcast", "read-only", "self-overlap"]
 OUT_KINDS = [None, "array", "matrix", "memmap", "masked", "swapped", "unaligned", "strided",
-             "zero-stride", "read-only", "list", "x itself", "overlaps x", "overlaps g",
-             "other dtype"]
+             "zero-stride", "self-overlap", "read-only", "list", "x itself", "overlaps x",
+             "overlaps g", "other dtype"]
 OPS = ["leaky_relu", "leaky_relu_", "leaky_relu_backward", "prelu", "prelu_backward"]
 
 
@@ -418,6 +520,17 @@ class Memory:
         if at is None:
             self.next = start + acc + GUARD
         return a
+
+    def overlapping(self, dtype, shape, rng) -> np.ndarray:
+        """A view of ``shape`` at the next free place whose elements (mostly) share memory:
+        each stride a whole or half element, either sign (whether they do: _layout_overlaps)."""
+        dtype = np.dtype(dtype)
+        strides = tuple(int(rng.choice([-1, 1]) * rng.choice([dtype.itemsize, dtype.itemsize // 2]))
+                        for _ in shape)
+        span = sum((n - 1) * abs(st) for n, st in zip(shape, strides) if n) + dtype.itemsize
+        first = self.next + sum((n - 1) * -st for n, st in zip(shape, strides) if st < 0 and n)
+        self.next += span + GUARD
+        return np.ndarray(shape, dtype, buffer=self.buf, offset=first, strides=strides)
 
     def offset(self, a: np.ndarray) -> int:
         return a.__array_interface__["data"][0] - self.buf.__array_interface__["data"][0]
@@ -469,20 +582,22 @@ def cases(draw):
 
 
 def _prediction(op, dtype, x_kind, out_kind, out) -> type | None:
-    """The error a call must raise (None: it must succeed)."""
+    """The error a call must raise (None: it must succeed); ``out`` is the plain view of the
+    array written (leaky_relu_'s x), or None."""
     if x_kind in ("masked", "swapped"):
         return TypeError
     if op == "leaky_relu_":
         return TypeError if x_kind == "list" else ValueError if x_kind in (
-            "read-only", "broadcast") else None
+            "read-only", "broadcast") or _layout_overlaps(out.shape, out.strides,
+                                                          out.itemsize) else None
     if x_kind == "list" and op.startswith("prelu") and dtype != F64:
         return TypeError  # the list is float64; the weight is not
     if out_kind in ("masked", "swapped", "list") or (out_kind == "x itself" and x_kind == "list"):
         return TypeError
     if out_kind == "read-only" or (out_kind == "x itself" and x_kind in ("read-only", "broadcast")):
         return ValueError
-    if out is not None and out.size and any(st == 0 and n > 1 for n, st in zip(out.shape, out.strides)):
-        return ValueError  # internal overlap
+    if out is not None and _layout_overlaps(out.shape, out.strides, out.itemsize):
+        return ValueError  # internal overlap (zero strides, or any others)
     return None
 
 
@@ -503,8 +618,9 @@ def _check_case(case, tmp_dir: Path):
     if (x_kind == "broadcast" and not shape) or (x_kind == "list" and 0 in shape[:-1]):
         x_kind = "array"  # (a 0-d array has no axis to broadcast; [] is a list of shape (0,))
     mem = Memory(6 * 4096, rng, tmp_dir / f"{seed}.bin" if mapped or x_kind == "memmap" else None)
-    xv = mem.view(dtype, shape, steps=steps if x_kind == "strided" else None,
-                  misalign=1 if x_kind == "unaligned" else 0)
+    xv = mem.overlapping(dtype, shape, rng) if x_kind == "self-overlap" else \
+        mem.view(dtype, shape, steps=steps if x_kind == "strided" else None,
+                 misalign=1 if x_kind == "unaligned" else 0)
     if x_kind == "broadcast":
         xv = np.broadcast_to(xv[:1], shape)
     gv = mem.view(dtype, shape)
@@ -521,6 +637,8 @@ def _check_case(case, tmp_dir: Path):
         ov = mem.view(dtype, shape, at=mem.offset(gv) + dtype.itemsize)
     elif out_kind == "zero-stride":
         ov = as_strided(mem.view(out_dtype, (1,)), shape, (0,) * len(shape))
+    elif out_kind == "self-overlap":
+        ov = mem.overlapping(out_dtype, shape, rng)
     elif out_kind is None:
         ov = None
     else:
@@ -531,7 +649,8 @@ def _check_case(case, tmp_dir: Path):
     x_vals = np.array(np.asarray(x) if x_kind == "list" else xv)  # (a list is float64)
     out = x if out_kind == "x itself" else None if out_kind is None or op == "leaky_relu_" \
         else _dress(ov, out_kind, rng)
-    expected_error = _prediction(op, dtype, x_kind, out_kind, ov if out is not None else None)
+    expected_error = _prediction(op, dtype, x_kind, out_kind,
+                                 ov if out is not None or op == "leaky_relu_" else None)
     before = np.array(mem.buf)
     calls = {
         "leaky_relu": lambda: leakyops.leaky_relu(x, slope, out=out),

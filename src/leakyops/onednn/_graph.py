@@ -541,20 +541,6 @@ def _check_buffer(handle: object, lt: LogicalTensor, what: str) -> None:
              f"{lt.get_mem_size()}")
 
 
-def _disjoint(dims: Sequence[int], strides: Sequence[int]) -> bool:
-    """Whether a strided layout gives every element its own memory: with the axes sorted by
-    stride, each stride passes the span of the axes before it (a sufficient rule, met by
-    every permuted or padded layout)."""
-    if any(d == 0 for d in dims):
-        return True
-    span = 0
-    for st, d in sorted((abs(st), d) for d, st in zip(dims, strides) if d > 1):
-        if st <= span:
-            return False
-        span += (d - 1) * st
-    return True
-
-
 def _view(buf: np.ndarray[Any, Any], dims: Sequence[int], strides: Sequence[int],
           dtype: np.dtype[Any]) -> ElementArray:
     flat = _plain(buf, "buffer").reshape(-1).view(np.uint8)
@@ -851,7 +837,7 @@ class CompiledPartition:
                 fail(Status.invalid_arguments,
                      f"output tensor of logical tensor {lt.id}: the buffer is read-only")
             assert lt.dims is not None and lt.strides is not None
-            if not _disjoint(lt.dims, lt.strides):
+            if not _core.disjoint_layout(lt.dims, lt.strides):  # (the core's one rule)
                 fail(Status.invalid_arguments,
                      f"output logical tensor {lt.id}: strides {list(lt.strides)} make elements "
                      f"of shape {list(lt.dims)} share memory (the library writes them in an "

@@ -405,17 +405,6 @@ def isa_lacks(isa: str | None, dtype_name: str) -> str | None:
     return f"oneDNN 3.2 has no {dtype_name} kernels below {base.upper()} (or {alt.upper()})"
 
 
-def _dense(dims, strides) -> bool:
-    """Whether a strided layout covers exactly its elements (no gaps, no overlaps)."""
-    pairs = sorted((abs(st), d) for d, st in zip(dims, strides) if d != 1)
-    expect = 1
-    for st, d in pairs:
-        if st != expect:
-            return False
-        expect *= d
-    return True
-
-
 def _nxc_to_ncx(seq: Sequence[int]) -> tuple[int, ...]:
     """N, X..., C -> N, C, X... (the permute the backend inserts for NXC; rank >= 3)."""
     seq = tuple(seq)
@@ -437,7 +426,7 @@ def prelu_kernel(src_dims, src_strides, slope_shape, fmt, isa) -> str:
     ``(1, C, 1, …)`` over a plain layout with C innermost or outermost after N; every other
     layout runs the reference kernel (``ref_prelu.cpp``)."""
     jit = _JIT_OF.get(isa, "dnnl-jit") if isa is not None else "dnnl-jit"
-    if math.prod(src_dims) == 0 or not _dense(src_dims, src_strides):
+    if math.prod(src_dims) == 0 or not _core.dense_layout(src_dims, src_strides):
         return "dnnl-ref"
     s_dims, s_st = (_nxc_to_ncx(src_dims), _nxc_to_ncx(src_strides)) if fmt == "NXC" \
         else (tuple(src_dims), tuple(src_strides))
