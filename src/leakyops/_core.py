@@ -189,6 +189,8 @@ def _slope_exact(value, arg: str = "negative_slope"):
     if type(value) is float:
         return value
     if isinstance(value, np.ndarray):
+        if type(value) is not np.ndarray:  # np.matrix, np.memmap: their memory, plainly
+            value = _plain_view(value, arg, writable=False, any_dtype=True)
         if value.size != 1:
             raise _ArgValueError(f"{arg} must be a real scalar, got an array of shape "
                                  f"{value.shape}")

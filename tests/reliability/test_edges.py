@@ -232,6 +232,30 @@ def test_front_ends_round_the_slope_with_the_core():
         assert dst.numpy().tolist() == [BIG_F32] * 8
 
 
+def test_a_one_element_array_slope_of_any_ndarray_class():
+    """The message promises one-element arrays: an ``np.matrix`` or ``np.memmap`` is one (a
+    matrix was refused, "got matrix": it stays 2-D when reshaped to 0-d); a masked array is
+    refused, as everywhere (its mask would be ignored)."""
+    x = np.array([-1.0, 2.0], np.float32)
+    for slope in (np.full((1, 1), BIG, np.int64).view(np.matrix),
+                  np.full((1, 1), 0.25, np.float32).view(np.matrix),
+                  np.full((1,), 0.25).view(np.memmap)):
+        value = slope.reshape(-1).item() if not isinstance(slope, np.matrix) else slope[0, 0]
+        assert_same(leakyops.leaky_relu(x, slope), leakyops.leaky_relu(x, value))
+        assert_same(leakyops.leaky_relu(x[:, None], slope)[:, 0], leakyops.leaky_relu(x, value))
+        assert _core.slope_value(slope, dtype=np.float32) == _core.slope_value(value, dtype=np.float32)
+    with pytest.raises(ValueError, match=r"^leaky_relu: negative_slope must be a real scalar, "
+                                         r"got an array of shape \(1, 2\)"):
+        leakyops.leaky_relu(x, np.zeros((1, 2)).view(np.matrix))
+    masked = np.ma.masked_array([0.5], mask=[False])
+    for name, call in (("leaky_relu", lambda: leakyops.leaky_relu(x, masked)),
+                       ("leaky_relu_", lambda: leakyops.leaky_relu_(x, masked)),
+                       ("leaky_relu_backward", lambda: leakyops.leaky_relu_backward(x, x, masked))):
+        with pytest.raises(TypeError, match=rf"^{name}: negative_slope is a numpy.ma.MaskedArray"):
+            call()
+    assert x.tolist() == [-1.0, 2.0]
+
+
 def _nearest(q: Fraction, dtype) -> float:
     """The value of ``dtype`` nearest to ``q`` (ties to the even bit pattern; from max + half
     an ulp on, ±inf), found by bisection over the type's bit patterns: independent of the
