@@ -713,9 +713,23 @@ def test_hostile_arguments_get_onednn_statuses():
             dg.LogicalTensor(oid, F, (2,))
         assert status(e) == "invalid_arguments"
     assert dg.Op(2**64 - 1, dg.OpKind.LeakyReLU).get_id() == 2**64 - 1  # size_t's largest
-    with pytest.raises(dg.Error) as e:
-        dg.Tensor(dg.LogicalTensor(0, F, (2**40,)), dg.Engine())  # 4 TiB
-    assert status(e) == "out_of_memory"
+    # more than the machine holds (4 TiB: refused whatever the kernel's overcommit policy), and
+    # more than an address space (NumPy's "array is too big", a ValueError, before)
+    for dims in ((2**40,), (2**61,), (2**62,), (2**40, 2**40)):
+        with pytest.raises(dg.Error) as e:
+            dg.Tensor(dg.LogicalTensor(0, F, dims), dg.Engine())
+        assert status(e) == "out_of_memory", dims
+    # a time is no alpha (accepted as its count of ns before, or a bare TypeError at add_op):
+    # invalid_graph_op, as every attribute of the wrong type, at add_op where oneDNN checks
+    # the op against its schema
+    for alpha in (np.timedelta64(3, "ns"), np.timedelta64(3, "s"), np.datetime64("2026-01-01")):
+        op = dg.Op(0, dg.OpKind.LeakyReLU, "", [lt(0, (2,))], [lt(1, (2,))])
+        op.set_attr(dg.OpAttr.alpha, alpha)
+        with pytest.raises(dg.Error, match=r"^invalid_graph_op: LeakyReLU op 0: .*alpha.* must be "
+                                           r"an? (real|f32) number") as e:
+            dg.Graph().add_op(op)
+        assert status(e) == "invalid_graph_op"
+        assert dg.Graph().add_op(op, allow_exception=False) == dg.Status.invalid_graph_op
     with pytest.raises(dg.Error) as e:
         dg.Tensor(dg.LogicalTensor(0, F, (2,)), dg.Engine(), np.array([1.0, 2.0, 3.0], object))
     assert status(e) == "invalid_arguments" and "objects" in str(e.value)

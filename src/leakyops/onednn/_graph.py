@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import numbers
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -475,12 +476,18 @@ class Tensor:
         lt = self.logical_tensor
         size = lt.get_mem_size()
         if handle is None:
+            # more than the machine holds is refused before asking (under an overcommitting
+            # kernel the allocation would succeed, and the first pages touched beyond memory
+            # kill the process); more than an address space is NumPy's ValueError
+            limit = _memory_size()
             try:
+                if limit is not None and size > limit:
+                    raise MemoryError
                 if _typed(lt):
                     handle = np.zeros(max(size, 1) // lt.dtype.itemsize or 1, lt.dtype)
                 else:
                     handle = np.zeros(size, np.uint8)
-            except MemoryError:
+            except (MemoryError, ValueError):
                 fail(Status.out_of_memory,
                      f"tensor {lt.id}: cannot allocate the {size} bytes it spans")
         _check_buffer(handle, lt, f"tensor {lt.id}")
@@ -504,6 +511,24 @@ class Tensor:
                  f"tensor {lt.id}: to_numpy needs a known shape and a strided layout, got {lt!r}")
         assert lt.dims is not None and lt.strides is not None
         return _view(self.handle, lt.dims, lt.strides, lt.dtype)
+
+
+def _memory_size() -> int | None:
+    """The bytes of memory and swap the machine has (None where the system does not say):
+    the largest single allocation Linux's default overcommit heuristic grants."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("SwapTotal:"):
+                    total += int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return total
 
 
 def _viewable(lt: LogicalTensor) -> bool:

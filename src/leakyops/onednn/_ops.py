@@ -200,8 +200,14 @@ def convert_attr(op_name: str, key: OpAttr, kind: str, value):
             fail(Status.invalid_graph_op,
                  f"{op_name}: attribute {key.name!r} must be an f32 number, got {value!r}")
         # through the core's slope rule: ints beyond float range round to ±inf, and values
-        # beyond f32's range round to ±inf without a warning
-        return np.float32(_core.slope_value(value, op_name, key.name, dtype=np.float32))
+        # beyond f32's range round to ±inf without a warning; what it refuses (a timedelta64,
+        # which NumPy registers as an Integral) is an attribute of the wrong type, so
+        # invalid_graph_op as above: the status of add_op's schema check, where oneDNN
+        # checks attribute types (its typed set_attr takes no such value)
+        try:
+            return np.float32(_core.slope_value(value, op_name, key.name, dtype=np.float32))
+        except (TypeError, ValueError) as exc:
+            fail(Status.invalid_graph_op, str(exc))
     if kind == _BOOL:
         if not isinstance(value, (bool, np.bool_)):
             fail(Status.invalid_graph_op,
