@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import tracemalloc
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -23,7 +24,8 @@ import numpy as np
 import pytest
 
 from leakyops import _verify
-from leakyops._cases import _run
+from leakyops._cases import _run, _spec
+from leakyops._cases._apis import APIS
 from leakyops._cases._read import parse_range, read_suite
 from leakyops._cases._spec import Stream
 
@@ -140,6 +142,30 @@ def test_streams_draw_in_range_and_dtype():
         assert x.dtype.name == dtype
         wide = x.astype(np.float64)
         assert wide.min() >= rng[0] and wide.max() <= rng[1] and len(np.unique(wide)) > 1
+
+
+@pytest.mark.parametrize("dtype,rng", [("float16", [-7, 7]), ("bfloat16", ["-inf", "inf"]), ("float32", {
+    "name": "nd", "mean": [-100, 100], "std": [1, 25]}), ("float64", [0, 1]), ("int8", [-100, 100]), ("bool", [0, 1]),
+    ("float16", "nan"), ("float32", ["-inf"])])
+def test_a_tensor_is_drawn_in_slices_the_same_as_in_one_draw(dtype, rng, monkeypatch):
+    """Slices of the draw give the very elements of one draw, and a half-precision tensor
+    drawn whole costs about its own size, not the float64 draw's four times more."""
+    n = 3 * _spec.SLICE + 7
+    sliced = Stream(np.random.default_rng(4), parse_range(rng, dtype), dtype).take(n)
+    with monkeypatch.context() as m:
+        m.setattr(_spec, "SLICE", n)
+        whole = Stream(np.random.default_rng(4), parse_range(rng, dtype), dtype).take(n)
+    assert sliced.dtype.name == dtype and sliced.shape == (n,)
+    np.testing.assert_array_equal(sliced.view(np.uint8), whole.view(np.uint8))
+    if dtype == "float16" and rng == [-7, 7]:
+        k = 16 * _spec.SLICE
+        tracemalloc.start()
+        try:
+            Stream(np.random.default_rng(0), parse_range(rng, dtype), dtype).take(k)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 2 * k + 16 * _spec.SLICE, peak / (2 * k)  # in one draw: 2 + 8 bytes an element
 
 
 def test_a_ttk_list_of_one_may_be_written_as_the_item(tmp_path):

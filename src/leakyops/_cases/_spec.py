@@ -73,6 +73,11 @@ class Dist:
     text: str = ""
 
 
+#: Elements drawn at a time: the float64 (or int64) draw of a slice is the only
+#: temporary, so a tensor drawn whole costs its own size and 8 MB more.
+SLICE = 1 << 20
+
+
 class Stream:
     """The elements of one input, drawn in order from its own generator, cast to ``dtype``."""
 
@@ -84,11 +89,20 @@ class Stream:
             self.scale = float(rng.uniform(*dist.std))
 
     def take(self, k: int) -> np.ndarray:
-        """The next ``k`` elements (1-D)."""
-        d, dt, rng = self.dist, self.dtype, self.rng
+        """The next ``k`` elements (1-D), drawn :data:`SLICE` at a time."""
+        d, dt = self.dist, self.dtype
         if d.kind == "const":
             with np.errstate(all="ignore"):
-                return np.full(k, d.low, np.float64).astype(dt)
+                return np.full(k, np.float64(d.low).astype(dt), dt)
+        if k <= SLICE:
+            return self._draw(k)
+        out = np.empty(k, dt)
+        for lo in range(0, k, SLICE):
+            out[lo:lo + SLICE] = self._draw(min(SLICE, k - lo))
+        return out
+
+    def _draw(self, k: int) -> np.ndarray:
+        d, dt, rng = self.dist, self.dtype, self.rng
         if dt.kind in "biu":
             values = rng.integers(math.ceil(d.low), math.floor(d.high), size=k, endpoint=True)
             return values != 0 if dt.kind == "b" else values.astype(dt)
