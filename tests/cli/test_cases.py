@@ -254,6 +254,8 @@ ATK_BAD = [  # (field path, value (... deletes it), what the message says)
     ("inputs", {}, "case 1: inputs: not a list of inputs"),
     ("inputs.0", "x", "case 1: inputs[0]: an input is a JSON object, got str"),
     ("inputs.0.name", "y", "case 1: inputs[0].name: 'y' is not an input of this executor (it reads x, a)"),
+    ("inputs.0.name", ["x"], "case 1: inputs[0].name: ['x'] is not an input of this executor (it reads x, a)"),
+    ("inputs.0.name", {"x": 1}, "case 1: inputs[0].name: {'x': 1} is not an input of this executor"),
     ("inputs.1", tensor("x"), "case 1: inputs[1].name: 'x' appears twice"),
     ("inputs.1", ..., "case 1: inputs: missing 'a' (aclnn_leaky_relu reads x, a)"),
     ("inputs.0.type", "scalar", "case 1: input 'x' type: 'scalar': self of aclnnLeakyRelu is a tensor"),
@@ -277,6 +279,9 @@ ATK_BAD = [  # (field path, value (... deletes it), what the message says)
     ("inputs.0.shape", [4, 5.0], "case 1: input 'x' shape: [4, 5.0] is not a list of non-negative integers"),
     ("inputs.0.shape", [4, True], "case 1: input 'x' shape: [4, True] is not a list of non-negative integers"),
     ("inputs.0.shape", ..., "case 1: input 'x' shape: None is not a list of non-negative integers"),
+    ("inputs.0.shape", [10 ** 30], f"case 1: input 'x' shape: [{10 ** 30}]: dimension 0 is above int64's largest"),
+    ("inputs.0.shape", [4, 2 ** 63], f"case 1: input 'x' shape: [4, {2 ** 63}]: dimension 1 is above int64's"),
+    ("inputs.0.shape", [2 ** 62, 2], "case 1: input 'x' shape: [4611686018427387904, 2]: the element count is above"),
     ("inputs.1.shape", [1], "case 1: input 'a' shape: [1]: a scalar has no shape (null)"),
 ]
 ATK_BAD_INT = [  # on an int32 slope
@@ -306,6 +311,7 @@ def test_a_malformed_atk_case_is_one_line_naming_file_case_and_field(field, valu
     ("[\n{\"id\": 0}\n", "line 3 column 1: bad JSON"),
     ("{\"cases\": []}", "an ATK suite is a JSON list of cases, not a dict"),
     ("[3]", "case at index 0: case: a case is a JSON object, got int"),
+    ("[{\"id\": " + "9" * 5000 + "}]", "bad JSON (Exceeds the limit (4300 digits) for integer string conversion"),
 ])
 def test_a_malformed_atk_file(content, fragment, tmp_path, cli_inproc, check_error):
     path = tmp_path / "s.json"
@@ -326,6 +332,10 @@ TTK_BAD = [  # (cells replaced, what the message says)
     ({"tensor_view_shapes": "((3, 4), (3, -4))"}, "line 3: tensor_view_shapes: ((3, 4), (3, -4)) is not a shape"),
     ({"tensor_view_shapes": "((3, 4), (3, 4), (3, 4))"}, "line 3: tensor_view_shapes: 3 shapes for aclnnLeakyRelu's"),
     ({"tensor_view_shapes": "((3, 4.5), (3, 4))"}, "line 3: tensor_view_shapes: ((3, 4.5), (3, 4)) is not"),
+    ({"tensor_view_shapes": f"((3, {10 ** 30}), (3, 4))"},
+     f"line 3: tensor_view_shapes: [3, {10 ** 30}]: dimension 1 is above int64's largest (2**63 - 1)"),
+    ({"tensor_view_shapes": f"(({2 ** 62}, 2), (3, 4))"},
+     "line 3: tensor_view_shapes: [4611686018427387904, 2]: the element count is above int64's largest"),
     ({"tensor_formats": "('ND', 'ND', 'ND')"}, "line 3: tensor_formats: 3 formats for aclnnLeakyRelu's 2"),
     ({"tensor_formats": "('XYZ',)"}, "line 3: tensor_formats: unknown format 'XYZ'"),
     ({"output_tensor_indexes": "(2,)"}, "line 3: output_tensor_indexes: (2,): aclnnLeakyRelu has 2 tensors"),
@@ -495,6 +505,31 @@ def test_a_case_the_api_rejects_fails_with_its_status_and_message(tmp_path, cli_
     assert got["aclnnLeakyRelu_4"][:2] == ("FAIL", 161002) and "dim num 9 should be <= 8" in got["aclnnLeakyRelu_4"][2]
     assert "aclnnLeakyRelu_0 (" in res.stdout and "FAIL: aclnn status 161002: [161002]" in res.stdout
     assert "summary: 5 of 5 case(s) run: 1 passed, 4 failed, 0 error(s)" in res.stdout
+
+
+def test_a_shape_within_int64_is_read(tmp_path):
+    """The int64 bound of the reader is not narrower than aclnn's."""
+    for shape in ([2 ** 63 - 1], [2 ** 31, 2 ** 32 - 1], [0, 2 ** 63 - 1, 2 ** 63 - 1]):
+        (case,) = read_suite(str(write_atk(tmp_path / "s.json", [lr(0, shape=shape)]))).cases
+        assert not case.error and case.tensor("self").shape == tuple(shape), case.error
+
+
+@pytest.mark.parametrize("make,kind", [(lambda: lr(0, shape=(200_000,)), "flat"),
+                                       (lambda: prelu(0, shape=(200_000, 1), wshape=(1,)), "rows")])
+def test_the_chunks_are_made_as_the_run_goes(make, kind, tmp_path):
+    """A case's chunks are not listed up front (2**62 elements would never finish listing):
+    200,000 chunks of one element cost no memory until they are taken."""
+    (case,) = read_suite(str(write_atk(tmp_path / "s.json", [make()]))).cases
+    tracemalloc.start()
+    try:
+        got, parts = _run._chunks(case, APIS[case.api], 1)
+        first = next(parts)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (got, first) == (kind, (0, 1))
+    assert peak < 100_000, peak  # a list of the chunks: about 20 MB
+    assert sum(1 for _ in parts) == 200_000 - 1
 
 
 def test_the_api_sees_the_full_shape_though_the_case_runs_in_chunks(tmp_path):

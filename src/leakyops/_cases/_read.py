@@ -43,6 +43,7 @@ TTK_REQUIRED = ("testcase_name", "api_name", "tensor_dtypes", "tensor_view_shape
 TTK_COLUMNS = frozenset(TTK_REQUIRED + ("tensor_formats", "output_dtypes", "scalar_dtypes", "scalar_data_ranges",
                                         "attributes", "precision_tolerances"))
 STANDARDS = ("exact", "double-thousandth", "ratio", "relative-error")
+INT64_MAX = 2 ** 63 - 1  # aclnn's dimensions and element counts are int64_t
 _SPECIAL = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
@@ -193,7 +194,18 @@ def _is_shape(value) -> bool:
 def _shape(value) -> tuple:
     if not _is_shape(value):
         raise ValueError(f"{_short(value)} is not a list of non-negative integers")
+    _check_int64(value)
     return tuple(value)
+
+
+def _check_int64(shape) -> None:
+    """Every dimension, and the element count, must fit aclnn's int64_t (a larger shape
+    cannot be a tensor, and would not be refused before its chunks were counted)."""
+    for i, d in enumerate(shape):
+        if d > INT64_MAX:
+            raise ValueError(f"{_short(list(shape))}: dimension {i} is above int64's largest (2**63 - 1)")
+    if math.prod(shape) > INT64_MAX:
+        raise ValueError(f"{_short(list(shape))}: the element count is above int64's largest (2**63 - 1)")
 
 
 def _standard_of(standard: str | None, name: str, options: tuple, source: str) -> Standard:
@@ -212,6 +224,8 @@ def _read_atk(path: str, text: str, standard: str | None) -> Suite:
         raise Malformed(f"{path}: line {exc.lineno} column {exc.colno}: bad JSON ({exc.msg})") from None
     except RecursionError:
         raise Malformed(f"{path}: bad JSON (nested too deeply)") from None
+    except ValueError as exc:  # an integer of more digits than int() converts
+        raise Malformed(f"{path}: bad JSON ({exc})") from None
     if not isinstance(doc, list):
         raise Malformed(f"{path}: an ATK suite is a JSON list of cases, not a {type(doc).__name__}")
     unread: dict = {}
@@ -303,7 +317,7 @@ def _atk_input(j: int, item, names: dict, api: Api, unread: dict):
     for key in item.keys() - ATK_INPUT_FIELDS:
         unread[f"inputs.{key}"] = unread.get(f"inputs.{key}", 0) + 1
     label = item.get("name")
-    if label not in names:
+    if not isinstance(label, str) or label not in names:  # a list or a dict is no key
         raise _Field(f"inputs[{j}].name", f"{_short(label)} is not an input of this executor (it reads "
                                           f"{', '.join(names)})")
     field = f"input {label!r}"
@@ -438,6 +452,11 @@ def _ttk_case(path: str, where: str, name: str, cells: dict, standard: str | Non
     counted("tensor_dtypes", dtypes, n, "dtypes")
     shapes = counted("tensor_view_shapes", _items("tensor_view_shapes", lit["tensor_view_shapes"], _is_shape,
                                                   "a shape or a list of shapes (non-negative integers)"), n, "shapes")
+    for shape in shapes:
+        try:
+            _check_int64(shape)
+        except ValueError as exc:
+            raise _Field("tensor_view_shapes", str(exc)) from None
     formats = _items("tensor_formats", lit.get("tensor_formats", "ND"), lambda v: isinstance(v, str), "format names")
     if len(formats) not in (1, n):
         counted("tensor_formats", formats, n, "formats")

@@ -112,16 +112,17 @@ def _values(case: Case, streams: dict) -> tuple[dict, dict]:
 
 
 def _chunks(case: Case, api, chunk: int):
-    """``(kind, parts)``: ``flat`` element ranges, ``rows`` ranges of dim 0, or ``whole``."""
+    """``(kind, parts)``: ``flat`` element ranges, ``rows`` ranges of dim 0, or ``whole``;
+    ``parts`` an iterator, made as the run goes (a case's chunks are never all listed)."""
     shapes = {t.shape for t in case.tensors}
     n = max((t.size for t in case.tensors), default=0)
     if api.plan == "flat" and len(shapes) == 1:
-        return "flat", [(lo, min(lo + chunk, n)) for lo in range(0, max(n, 1), chunk)]
+        return "flat", ((lo, min(lo + chunk, n)) for lo in range(0, max(n, 1), chunk))
     x = case.tensor("self")
     if api.plan == "rows" and len(x.shape) >= 2 and x.shape[0] > 1:
         per = max(1, chunk // max(1, math.prod(x.shape[1:])))
-        return "rows", [(lo, min(lo + per, x.shape[0])) for lo in range(0, x.shape[0], per)]
-    return "whole", [(0, 0)]
+        return "rows", ((lo, min(lo + per, x.shape[0])) for lo in range(0, x.shape[0], per))
+    return "whole", iter([(0, 0)])
 
 
 def seed_sequence(seed: int, name: str) -> np.random.SeedSequence:
