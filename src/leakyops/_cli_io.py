@@ -74,10 +74,13 @@ def first_line(exc) -> str:
 #
 # While the command runs, Ctrl-C raises KeyboardInterrupt once and is remembered: an interrupt
 # swallowed on its way up (numba's compiler runs Python inside ctypes callbacks, where an
-# exception is printed as "Exception ignored" and dropped) is raised again at the next
+# exception cannot propagate: Python hands it to sys.unraisablehook, whose default prints
+# "Exception ignored on calling ctypes callback function" and a traceback, and goes on) is
+# recorded without a word by the command's hook and raised again at the next
 # check_interrupt(); a second Ctrl-C while the first is being handled (files being removed,
-# the one line being printed) only adds to the record. Files are renamed into place with
-# interrupts deferred, so that Ctrl-C leaves the old files or the new ones.
+# the one line being printed) only adds to the record. Temporary files are created and
+# recorded, and renamed into place, with interrupts deferred, so that Ctrl-C leaves the old
+# files or the new ones and no temporary file behind.
 
 _interrupt = {"seen": False, "deferred": 0}
 
@@ -89,21 +92,39 @@ def _on_sigint(signum, frame) -> None:
         raise KeyboardInterrupt
 
 
+def _unraisable_hook(previous):
+    """A ``sys.unraisablehook`` that records a KeyboardInterrupt that could not propagate (raised
+    in a ctypes callback, a ``__del__``) and hands anything else to ``previous``."""
+
+    def hook(unraisable) -> None:
+        if isinstance(unraisable.exc_type, type) and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            _interrupt["seen"] = True  # check_interrupt() raises it where it can propagate
+            return
+        previous(unraisable)
+
+    return hook
+
+
 @contextlib.contextmanager
 def interrupt_handling():
-    """Ctrl-C, for the duration of a command: see above. Python's handler is put back at the end.
+    """Ctrl-C, for the duration of a command: see above. Python's handler and
+    ``sys.unraisablehook`` are put back at the end.
 
     A SIGINT that the command was started with ignored (a background job) stays ignored; outside
     the main thread nothing changes (a handler can be installed there only).
     """
-    previous = None
+    previous = hook = None
     if threading.current_thread() is threading.main_thread() \
             and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         previous = signal.signal(signal.SIGINT, _on_sigint)
+        previous_hook = sys.unraisablehook
+        sys.unraisablehook = hook = _unraisable_hook(previous_hook)
     _interrupt.update(seen=False, deferred=0)
     try:
         yield
     finally:
+        if hook is not None and sys.unraisablehook is hook:
+            sys.unraisablehook = previous_hook
         if previous is not None:
             # in the command's own process (leakyops/__init__ put its start-up handler in place)
             # the command is over: a Ctrl-C now could only cut the flushing of its output
@@ -255,13 +276,15 @@ class AtomicFiles:
                 break
             missing.append(p)
         for p in reversed(missing):
-            try:
-                p.mkdir()
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                raise CLIError(f"cannot create {option} {p}: {_oserror(exc)}") from None
-            self._made_dirs.append(p)
+            with _interrupts_deferred():  # a directory made is a directory recorded
+                try:
+                    p.mkdir()
+                except FileExistsError:
+                    continue
+                except OSError as exc:
+                    raise CLIError(f"cannot create {option} {p}: {_oserror(exc)}") from None
+                self._made_dirs.append(p)
+        check_interrupt()
         if not path.is_dir():
             raise CLIError(f"{option} {path} is not a directory")
 
@@ -270,7 +293,9 @@ class AtomicFiles:
         place, a missing directory, a directory in the way are errors before any work)."""
         target = self._target(path, option)
         if target not in self._temps:
-            self._temps[target] = self._open_temp(target, option)
+            with _interrupts_deferred():  # a temporary file created is a temporary file recorded
+                self._temps[target] = self._open_temp(target, option)
+            check_interrupt()
         return target
 
     def write(self, path, data, option: str = "output") -> None:

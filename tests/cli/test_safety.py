@@ -11,6 +11,8 @@ content, never a part or a mix, with one line on stderr and the documented exit 
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import errno
 import json
 import os
@@ -125,6 +127,28 @@ def test_places_are_checked_when_reserved(tmp_path):
     files.discard()
 
 
+@pytest.mark.parametrize("in_a_command", [True, False], ids=["command", "library"])
+def test_ctrl_c_while_a_temporary_file_is_created_leaves_none(tmp_path, monkeypatch, python_sigint, in_a_command):
+    """SIGINT just after the temporary file exists and before it is recorded: it is recorded all
+    the same (Ctrl-C waits), so leaving the block by the KeyboardInterrupt removes it."""
+    real_open = os.open
+
+    def open_(path, *args, **kw):
+        fd = real_open(path, *args, **kw)
+        if str(path).endswith(_cli_io._TEMP_SUFFIX):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # a handler that raised would have done so by now
+        return fd
+
+    monkeypatch.setattr(_cli_io.os, "open", open_)
+    with pytest.raises(KeyboardInterrupt):
+        with _cli_io.interrupt_handling() if in_a_command else contextlib.nullcontext():
+            with AtomicFiles() as files:
+                files.reserve(tmp_path / "r.json", "--json")
+                pytest.fail("the interrupt was lost")  # pragma: no cover
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_symlinks_are_followed_and_devices_written_directly(tmp_path):
     real = tmp_path / "real.json"
     real.write_text("old")
@@ -201,6 +225,65 @@ def test_an_interrupt_swallowed_on_its_way_up_still_ends_the_command(tmp_path, m
     assert res.returncode == 130 and _one_line(res.stderr) == "leakyops run: interrupted"
     assert res.stdout == "" and not (tmp_path / "y.npy").exists()
     _no_temporaries(tmp_path)
+
+
+_CALLBACK_CHILD = textwrap.dedent("""
+    import ctypes, os, signal, sys, time
+    from leakyops import _cli_ops
+    from leakyops.cli import main
+
+    real = _cli_ops.run_op
+
+    @ctypes.CFUNCTYPE(None)
+    def callback():  # Python called from C, as llvmlite's object cache calls it while numba compiles
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(2)  # the handler raises KeyboardInterrupt here: it cannot leave the callback
+
+    def run_op(*args, **kw):
+        callback()
+        return real(*args, **kw)
+
+    _cli_ops.run_op = run_op
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+@POSIX
+def test_an_interrupt_in_a_ctypes_callback_is_one_line(tmp_path):
+    """Python cannot raise out of a ctypes callback: it hands the KeyboardInterrupt to
+    sys.unraisablehook, whose default prints "Exception ignored on calling ctypes callback
+    function" and a traceback. The command's hook records it quietly: one line, status 130."""
+    np.save(tmp_path / "x.npy", np.ones(10, np.float32))
+    env = dict(os.environ)
+    env.pop("LEAKYOPS_DEBUG", None)
+    res = subprocess.run([sys.executable, "-c", _CALLBACK_CHILD, "run", "leaky_relu", str(tmp_path / "x.npy"),
+                          "-o", str(tmp_path / "y.npy")], capture_output=True, text=True, env=env, timeout=120,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert res.returncode == 130, (res.returncode, res.stderr)
+    assert res.stderr == "leakyops run: interrupted\n" and res.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
+
+
+def test_the_commands_unraisable_hook_passes_on_anything_else(monkeypatch, python_sigint):
+    """Only a KeyboardInterrupt is kept from the hook that was in place, which is put back."""
+    seen = []
+    previous = seen.append
+    monkeypatch.setattr(sys, "unraisablehook", previous)
+
+    @ctypes.CFUNCTYPE(None, ctypes.c_int)
+    def callback(kind):
+        raise (KeyboardInterrupt if kind else ValueError)("from a callback")
+
+    with pytest.raises(KeyboardInterrupt):
+        with _cli_io.interrupt_handling():
+            callback(0)
+            assert [u.exc_type for u in seen] == [ValueError]
+            callback(1)
+            assert [u.exc_type for u in seen] == [ValueError]  # recorded, not passed on
+            _cli_io.check_interrupt()
+    assert sys.unraisablehook is previous
+    callback(1)  # outside a command: the hook in place sees it
+    assert [u.exc_type for u in seen] == [ValueError, KeyboardInterrupt]
 
 
 # --------------------------------------------------------------------------- golden: a case as a whole
