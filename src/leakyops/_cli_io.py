@@ -290,12 +290,18 @@ class AtomicFiles:
 
     def reserve(self, path, option: str = "output") -> Path:
         """Check now that ``path`` can be written: its temporary file is created (an unwritable
-        place, a missing directory, a directory in the way are errors before any work)."""
+        place, a missing directory, a directory in the way are errors before any work). A file
+        already reserved under another option is an error too (``--json`` and ``--plot``
+        naming one file, in any spelling), before any work rather than at the second write."""
         target = self._target(path, option)
-        if target not in self._temps:
-            with _interrupts_deferred():  # a temporary file created is a temporary file recorded
-                self._temps[target] = self._open_temp(target, option)
-            check_interrupt()
+        if target in self._temps:
+            first = self._temps[target][2]
+            if first != option:
+                raise CLIError(f"{first} and {option} must be different files (both name {target})")
+            return target
+        with _interrupts_deferred():  # a temporary file created is a temporary file recorded
+            self._temps[target] = self._open_temp(target, option)
+        check_interrupt()
         return target
 
     def write(self, path, data, option: str = "output") -> None:

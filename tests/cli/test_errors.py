@@ -137,6 +137,11 @@ def test_incomplete_golden_directory(case, tmp_path, cli_inproc, check_error):
 # --- issue 27, items 5-8 and 10: each option checked before any work, one line naming it
 
 
+#: a bench that takes a moment, should a check be missing
+_QUICK = ["--sizes", "1000", "--ops", "leaky_relu", "--dtypes", "float32", "--peers", "leakyops", "--rounds", "1",
+          "--min-time", "0.001"]
+
+
 @pytest.mark.parametrize("args,line", [
     (["bench", "--json", "{tmp}/nodir/x.json"],
      "leakyops bench: error: cannot write --json {tmp}/nodir/x.json: no such directory {tmp}/nodir"),
@@ -153,6 +158,8 @@ def test_incomplete_golden_directory(case, tmp_path, cli_inproc, check_error):
     (["bench", "--sizes", "1e3,0"], "argument --sizes: bad sizes '1e3,0'"),
     (["bench", "--sizes", "1e12"], "leakyops bench: error: --sizes: the largest case needs 21.8 TiB of arrays, more"
                                    " than this machine's"),
+    (["bench", *_QUICK, "--json", "{tmp}/r.png", "--plot", "{tmp}/./r.png"],
+     "leakyops bench: error: --json and --plot must be different files (both name {tmp}/r.png)"),
     (["bench", "--threads", "1000"], "argument --threads: bad thread count '1000': give 1 to"),
     (["bench", "--rounds", "0"], "argument --rounds: bad value '0': give an integer >= 1"),
     (["demo", "--speed-size", "0"], "leakyops demo: error: argument --speed-size: bad count '0': give a whole"

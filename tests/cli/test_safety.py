@@ -127,6 +127,17 @@ def test_places_are_checked_when_reserved(tmp_path):
     files.discard()
 
 
+def test_one_file_under_two_options_is_refused_when_reserved(tmp_path):
+    """``--json F --plot F`` (in any spelling) fails before any work, not at the second write."""
+    files = AtomicFiles()
+    target = files.reserve(tmp_path / "r.png", "--json")
+    assert files.reserve(tmp_path / "r.png", "--json") == target  # the same option again: the same file
+    with pytest.raises(CLIError, match=r"^--json and --plot must be different files \(both name .*/r.png\)$"):
+        files.reserve(tmp_path / "." / "r.png", "--plot")
+    files.discard()
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("in_a_command", [True, False], ids=["command", "library"])
 def test_ctrl_c_while_a_temporary_file_is_created_leaves_none(tmp_path, monkeypatch, python_sigint, in_a_command):
     """SIGINT just after the temporary file exists and before it is recorded: it is recorded all
