@@ -1,6 +1,7 @@
 """Bad input and bad options: one line on stderr, a non-zero status, never a traceback."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -157,7 +158,7 @@ _QUICK = ["--sizes", "1000", "--ops", "leaky_relu", "--dtypes", "float32", "--pe
     (["bench", "--sizes", "1.5"], "argument --sizes: bad sizes '1.5': give whole numbers >= 1"),
     (["bench", "--sizes", "1e3,0"], "argument --sizes: bad sizes '1e3,0'"),
     (["bench", "--sizes", "1e12"], "leakyops bench: error: --sizes: the largest case needs 21.8 TiB of arrays, more"
-                                   " than this machine's"),
+                                   " than the "),
     (["bench", *_QUICK, "--json", "{tmp}/r.png", "--plot", "{tmp}/./r.png"],
      "leakyops bench: error: --json and --plot must be different files (both name {tmp}/r.png)"),
     (["bench", "--threads", "1000"], "argument --threads: bad thread count '1000': give 1 to"),
@@ -205,3 +206,39 @@ def test_the_same_counts_are_accepted_by_bench_and_demo():
     assert parser.parse_args(["demo", "--speed-size", "1e6"]).speed_size == 1_000_000
     assert parser.parse_args(["bench", "--sizes", "1e6,4194304,2.5e3"]).sizes == (1_000_000, 4_194_304, 2_500)
     assert parser.parse_args(["bench", "--threads", "1", "--min-time", "1e-3"]).min_time == 0.001
+
+
+# --- memory: the largest case must fit in the memory available now and under ulimit -v
+
+
+@pytest.mark.parametrize("args,needs", [
+    (["bench", *_QUICK[2:], "--sizes", "1e8"], "--sizes: the largest case needs 762.9 MiB of arrays"),
+    (["demo", "--speed-size", "4e7"], "--speed-size: the largest case needs 915.5 MiB of arrays"),
+])
+def test_the_memory_available_now_is_the_limit(args, needs, monkeypatch, cli_inproc, check_error):
+    """Not the machine's memory: what is available now (Linux's MemAvailable)."""
+    from leakyops import _bench, _demo, cli
+
+    real = cli._proc_field
+    monkeypatch.setattr(cli, "_proc_field",
+                        lambda path, name: 512 << 20 if name == "MemAvailable" else real(path, name))
+    monkeypatch.setattr(_bench, "run", lambda *a, **kw: pytest.fail("the benchmark ran"))
+    monkeypatch.setattr(_demo, "run", lambda *a, **kw: pytest.fail("the demo ran"))
+    got = check_error(cli_inproc(*args), 2)
+    assert f"{needs}, more than the 512.0 MiB of memory available now (of " in got, got
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads /proc/self/status")
+def test_the_address_space_limit_is_a_limit(cli, check_error):
+    """Under ``ulimit -v`` (RLIMIT_AS) a case that would not fit in a process is refused up front
+    (it ran, and its worker died of a MemoryError)."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+    res = cli("bench", *_QUICK, "--sizes", "1e8", preexec_fn=limit)
+    got = check_error(res, 2, "leakyops bench: error: --sizes: the largest case needs 762.9 MiB of arrays, more than"
+                              " the ")
+    assert got.endswith("MiB that the address-space limit (ulimit -v 1048576) leaves to a process"), got
+    assert res.stdout == ""
