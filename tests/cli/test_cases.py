@@ -204,6 +204,59 @@ def test_a_field_not_read_is_reported_once_per_file(tmp_path, cli_inproc):
     ]
 
 
+def test_unknown_single_bm_keys_are_reported_once_per_file(tmp_path, cli_inproc):
+    """ATK's single_bm takes threshold keys (fp16_thd, mare_ratio, ...) that change nothing
+    here: only its type is read, the rest are reported, with or without --standard."""
+    cases = [lrb(i, acc={"single_bm": {"type": "high_precision", "fp16_thd": 0.001}}) for i in range(2)]
+    cases.append(lrb(2, acc={"single_bm": {"mare_ratio": 5}}))
+    path = write_atk(tmp_path / "s.json", cases)
+    for extra in ((), ("--standard", "exact")):
+        res = cli_inproc("cases", path, "--list", *extra)
+        assert res.returncode == 0, res.stderr
+        assert res.stderr.splitlines() == [
+            f"leakyops cases: note: {path}: field 'standard.acc.single_bm.fp16_thd' is not read (2 case(s) have it)",
+            f"leakyops cases: note: {path}: field 'standard.acc.single_bm.mare_ratio' is not read (1 case(s) have it)",
+        ]
+
+
+def test_a_ttk_column_not_read_is_reported_even_when_every_cell_is_empty(tmp_path, cli_inproc):
+    ttk = write_ttk(tmp_path / "t.csv", [TTK_ROW + ",", ttk_row(testcase_name="LR_2") + ","],
+                    TTK_HEADER + ",is_enabled")
+    res = cli_inproc("cases", ttk, "--list")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines() == [
+        f"leakyops cases: note: {ttk}: field 'is_enabled' is not read (a column, empty in every row)"]
+
+
+def test_cases_of_one_name_in_two_files_are_a_warning(tmp_path, cli_inproc):
+    """Their seeds (--seed and the name) are the same, so they draw the same inputs."""
+    a = write_atk(tmp_path / "a.json", [lr(0), lr(1, "fp16")])
+    b = write_atk(tmp_path / "b.json", [lr(0, "bf16")])
+    many = write_atk(tmp_path / "c.json", [lr(i) for i in range(5)])
+    t1 = write_ttk(tmp_path / "t1.csv", [TTK_ROW])
+    t2 = write_ttk(tmp_path / "t2.csv", [TTK_ROW])
+    res = cli_inproc("cases", a, b, t1, t2, "--list")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines() == [
+        f"leakyops cases: warning: case aclnnLeakyRelu_0 is in both {a} and {b}: the two draw the same inputs "
+        "(a case's seed is --seed and its name)",
+        f"leakyops cases: warning: case LR_1 is in both {t1} and {t2}: the two draw the same inputs "
+        "(a case's seed is --seed and its name)"]
+    res = cli_inproc("cases", a, many, "--list")
+    assert res.stderr.splitlines() == [
+        f"leakyops cases: warning: 2 case names (aclnnLeakyRelu_0, aclnnLeakyRelu_1) are in both {a} and {many}: "
+        "each pair draws the same inputs (a case's seed is --seed and its name)"]
+    res = cli_inproc("cases", many, a, "--list")
+    assert "(aclnnLeakyRelu_0, aclnnLeakyRelu_1) are in both" in res.stderr  # the files in the order given
+    res = cli_inproc("cases", many, many, "--list")
+    assert res.stderr.splitlines() == [
+        f"leakyops cases: warning: 5 case names (aclnnLeakyRelu_0, aclnnLeakyRelu_1, aclnnLeakyRelu_2 and 2 more) "
+        f"are in both {many} and {many}: each pair draws the same inputs (a case's seed is --seed and its name)"]
+    res = cli_inproc("cases", a, b, "--filter", "_1")  # the run goes on; only the selected cases count
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    assert cli_inproc("cases", a, t1, "--list").stderr == ""
+
+
 def test_list_shows_the_cases_and_runs_none(tmp_path, cli_inproc):
     path = write_atk(tmp_path / "s.json", [lr(0, "bf16", (2, 3), "nan", ["-inf"]), lrb(1, "fp64", (5,), "int32", 1),
                                            prelu(2), prelu_bwd(3)])

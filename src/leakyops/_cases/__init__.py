@@ -60,8 +60,33 @@ def _read(files, standard, keep_going: bool) -> tuple[list, list]:
         if bad is not None and not keep_going:
             raise CLIError(bad.error)
         cases.extend(suite.cases)
-        notes.extend(f"{path}: field {field!r} is not read ({n} case(s) have it)" for field, n in suite.unread.items())
+        notes.extend(f"{path}: field {field!r} is not read "
+                     f"({f'{n} case(s) have it' if n else 'a column, empty in every row'})"
+                     for field, n in suite.unread.items())
     return cases, notes
+
+
+def _same_names(cases: list) -> list:
+    """A line per pair of files that have cases of the same name: such cases draw the same
+    inputs (a case's seed is ``--seed`` and its name) and share a name in the reports."""
+    first: dict = {}  # name -> the file it was first seen in
+    pairs: dict = {}  # (file, file) -> names
+    for case in cases:
+        if case.error:
+            continue
+        if case.name in first:
+            pairs.setdefault((first[case.name], case.file), []).append(case.name)
+        else:
+            first[case.name] = case.file
+    lines = []
+    for (a, b), names in pairs.items():
+        if len(names) == 1:
+            what = f"case {names[0]} is in both {a} and {b}: the two draw"
+        else:
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            what = f"{len(names)} case names ({shown}) are in both {a} and {b}: each pair draws"
+        lines.append(f"{what} the same inputs (a case's seed is --seed and its name)")
+    return lines
 
 
 def command(args) -> int:
@@ -89,6 +114,8 @@ def _command(args, files: AtomicFiles) -> int:
         raise CLIError(f"--filter {' '.join(args.filter)} matches none of the {len(cases)} case(s)")
     for note in notes:
         print(f"leakyops cases: note: {note}", file=sys.stderr)
+    for warning in _same_names(selected):
+        print(f"leakyops cases: warning: {warning}", file=sys.stderr)
     width = min(40, max(len(c.name) for c in selected))
     if args.list:
         files.discard()  # a listing writes no report

@@ -15,7 +15,7 @@ TTK tables (``ttk_aclnn_*.csv``): one case a row under a header, the cells Pytho
 
 Everything is checked before any case runs. A problem is one line that names the file, the
 case (ATK: its id) or line (TTK), and the field: :class:`Malformed`. A field that is not
-read is counted, to be reported once per file.
+read is counted, to be reported once per file (a TTK column by its presence in the header).
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ class Malformed(Exception):
 
 @dataclasses.dataclass
 class Suite:
-    """The cases of one file, and the fields it has that are not read (field -> count)."""
+    """The cases of one file, and the fields it has that are not read: field -> the cases
+    that give it (0: a TTK column in the header, empty in every row)."""
 
     file: str
     cases: list
@@ -251,6 +252,20 @@ def _read_atk(path: str, text: str, standard: str | None) -> Suite:
     return Suite(path, cases, unread)
 
 
+SINGLE_BM_FIELDS = frozenset({"type"})  # the keys of standard.acc.single_bm that are read
+
+
+def _count_single_bm_fields(standard, unread: dict) -> None:
+    """The keys of ``standard.acc.single_bm`` other than ``type`` are not read: count them
+    (whether or not ``--standard`` replaces the rule)."""
+    acc = standard.get("acc") if isinstance(standard, dict) else None
+    options = acc.get("single_bm") if isinstance(acc, dict) else None
+    if isinstance(options, dict):
+        for key in (k for k in options if k not in SINGLE_BM_FIELDS):  # in the file's order
+            field = f"standard.acc.single_bm.{key}"
+            unread[field] = unread.get(field, 0) + 1
+
+
 def _atk_standard(standard) -> Standard:
     acc = standard.get("acc", "default") if isinstance(standard, dict) else None
     if not isinstance(standard, dict) or set(standard) - {"acc", "perf"}:
@@ -270,6 +285,7 @@ def _atk_standard(standard) -> Standard:
 def _atk_case(path: str, where: str, name: str, raw: dict, standard: str | None, unread: dict) -> Case:
     for key in raw.keys() - ATK_CASE_FIELDS:
         unread[key] = unread.get(key, 0) + 1
+    _count_single_bm_fields(raw.get("standard"), unread)
     for key in ("aclnn_name", "api_type", "inputs"):
         if key not in raw:
             raise _Field(key, "missing")
@@ -393,7 +409,7 @@ def _read_ttk(path: str, text: str, standard: str | None) -> Suite:
     missing = [c for c in TTK_REQUIRED if c not in header]
     if missing:
         raise Malformed(f"{path}: line 1: header: missing column(s) {', '.join(missing)}")
-    unread = {c: 0 for c in header if c not in TTK_COLUMNS}
+    unread = {c: 0 for c in header if c not in TTK_COLUMNS}  # reported if in the header, even if empty
     cases, names = [], set()
     line = 1
     while True:
@@ -424,7 +440,7 @@ def _read_ttk(path: str, text: str, standard: str | None) -> Suite:
             cases.append(_ttk_case(path, where, name, cells, standard))
         except _Field as exc:
             cases.append(_malformed_case(path, where, name, cells.get("api_name", "?").strip(), exc))
-    return Suite(path, cases, {c: n for c, n in unread.items() if n})
+    return Suite(path, cases, unread)
 
 
 def _ttk_case(path: str, where: str, name: str, cells: dict, standard: str | None) -> Case:
