@@ -867,7 +867,7 @@ def cmd_bench(args) -> int:
         if args.json:
             files.reserve(args.json, "--json")  # an unwritable path fails before any timing
         if args.plot:
-            files.reserve(args.plot, "--plot")
+            files.reserve(args.plot, "--plot")  # (and the same file as --json's)
         records = _bench.run(
             ops=args.ops,
             dtypes=dtypes,
@@ -880,6 +880,8 @@ def cmd_bench(args) -> int:
             progress=not args.no_progress,
             log=lambda line: print(line, file=sys.stderr),
         )
+        if not _bench.measured(records):  # a table of '-' is no result: nothing is written
+            raise CLIError("nothing was measured: every peer was skipped (see the lines above)", status=1)
         _out(_bench.format_table(records))
         _out(_bench.summary(records))
         if args.json:
@@ -889,6 +891,9 @@ def cmd_bench(args) -> int:
                 _bench.plot(records, fh, fmt=fmt)
     if args.plot:
         _out(f"chart written to {args.plot}")
+    died = _bench.own_deaths(records)
+    if died:  # the table and the files say where; the status says that leakyops failed
+        raise CLIError(died, status=1)
     return 0
 
 
@@ -1139,7 +1144,9 @@ def build_parser() -> argparse.ArgumentParser:
             leakyops bench --quick
             leakyops bench --ops leaky_relu,prelu --dtypes float32,bf16 --plot bench.png
             leakyops bench --sizes 1e6 --threads 1 --peers leakyops,torch --json bench.json
-        """),
+        """) + "\n\nexit status: 0 measured, 1 nothing was measured or leakyops' own process died on a "
+               "case, 2 unusable input (the largest case's arrays must fit in the memory available "
+               "now and under ulimit -v), 130 interrupted",
     )
     b.add_argument("--quick", action="store_true",
                    help=f"sizes {sizes_text(_bench.QUICK_SIZES)}, {quick_rounds} rounds, {quick_time:g} s per case")

@@ -173,6 +173,58 @@ def test_bench_py_checks_its_paths_before_the_first_timing(option, name, message
     assert "Traceback" not in res.stderr
 
 
+def test_nothing_measured_is_a_failure_not_a_table_of_dashes(tmp_path):
+    env = {"PYTHONPATH": os.pathsep.join([_torch_blocker(tmp_path)] + [p for p in sys.path if p])}
+    js = tmp_path / "b.json"
+    res = _cli("--sizes", "1000", "--ops", "leaky_relu", "--dtypes", "float32", "--peers", "torch,copy-torch",
+               "--rounds", "1", "--min-time", "0.001", "--json", js, env=env)
+    assert res.returncode == 1 and res.stdout == "", (res.returncode, res.stdout, res.stderr)
+    assert res.stderr.splitlines()[-1] == ("leakyops bench: error: nothing was measured: every peer was skipped"
+                                           " (see the lines above)")
+    assert not js.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["blocker"]
+
+
+def _main(*args):
+    """``leakyops`` in this process: (status, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from leakyops.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main([str(a) for a in args])
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_a_run_where_leakyops_died_is_a_failure(monkeypatch, tmp_path):
+    """The table and the JSON show what was measured; the status and the last line say that
+    leakyops' own process died (here made to, on its 2000-element case)."""
+    real = _bench._spawn
+
+    def spawn(peer, cases, threads, min_time):
+        for key, rec in real(peer, cases, threads, min_time):
+            if peer == "leakyops" and key.endswith("|2000"):
+                yield None, {"crashed": f"{_bench.DIED} (exit status -9): "}
+                return
+            yield key, rec
+
+    monkeypatch.setattr(_bench, "_spawn", spawn)
+    js = tmp_path / "b.json"
+    status, out, err = _main("bench", "--sizes", "1000,2000", "--ops", "leaky_relu", "--dtypes", "float32",
+                             "--peers", "leakyops,copy-numpy", "--rounds", "1", "--min-time", "0.001", "--json", js)
+    assert status == 1, (out, err)
+    assert err.splitlines()[-1] == (
+        "leakyops bench: error: leakyops' own process died on 1 case; the first, leakyops on leaky_relu float32"
+        " 2,000 elements: its process died (exit status -9): ")
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("leaky_relu ")]
+    assert [r[3] != "-" for r in rows] == [True, False]  # leakyops' µs: 1000 measured, 2000 not
+    recs = json.loads(js.read_text())["records"]
+    assert [r["skipped"] for r in recs if r["peer"] == "leakyops" and r["op"] == "leaky_relu"] == [
+        None, f"{_bench.DIED} (exit status -9): "]
+    assert _bench.own_deaths([r for r in recs if r["size"] == 1000]) == ""
+
+
 def test_cases_take_the_operators_arrays_and_bytes_from_the_table():
     assert _bench.OPS == tuple(OPERATORS)
     for op, spec in OPERATORS.items():

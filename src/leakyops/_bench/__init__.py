@@ -27,7 +27,8 @@ from ._peers import COPIES, LIBRARIES, PEERS
 from ._timing import best_time
 
 __all__ = ["DEFAULT_SIZES", "DTYPES", "OPS", "QUICK_SIZES", "PEERS", "ROUNDS", "MIN_TIME", "FULL_RUN",
-           "best_time", "run", "format_table", "format_markdown", "to_json", "plot", "summary"]
+           "best_time", "run", "measured", "own_deaths", "format_table", "format_markdown", "to_json", "plot",
+           "summary"]
 
 #: Extra rows compared with PyTorch only: calls that allocate their results.
 EXTRA_OPS = {"leaky_relu:alloc": ("leakyops", "torch"),
@@ -41,6 +42,13 @@ MIN_TIME = (0.1, 0.03)
 #: running; the run of 2026-11-23 in docs/benchmarks.md). The progress line on a terminal
 #: shows the time left of a run as it goes.
 FULL_RUN = "about 45 minutes on a 2-core machine"
+
+#: How a skip reason starts when the peer's process died on the case (rather than the peer
+#: being missing or having no kernel for it).
+DIED = "its process died"
+
+#: The peers whose code is leakyops': their process dying on a case is a failure of the run.
+OWN = ("leakyops", "copy-leakyops")
 
 
 def _cpu_model() -> str:
@@ -93,7 +101,7 @@ def _spawn(peer: str, cases: list, threads: int, min_time: float):
         err = proc.stderr.read()
         if proc.wait() != 0:
             last = [ln for ln in err.strip().splitlines() if ln.strip()][-1:] or [""]
-            yield None, {"crashed": f"its process died (exit status {proc.returncode}): {last[0][:200]}"}
+            yield None, {"crashed": f"{DIED} (exit status {proc.returncode}): {last[0][:200]}"}
 
 
 def run(ops=OPS, dtypes=DTYPES, sizes=None, *, quick=False, threads=None, min_time=None,
@@ -170,6 +178,22 @@ def run(ops=OPS, dtypes=DTYPES, sizes=None, *, quick=False, threads=None, min_ti
                 rec.update(seconds=t, gbps=c["bytes"] / t / 1e9, skipped=None)
             records.append(rec)
     return records
+
+
+def measured(records) -> bool:
+    """Whether any peer was timed on any case (else the table would be all '-')."""
+    return any(r["seconds"] is not None for r in records)
+
+
+def own_deaths(records) -> str:
+    """One line if leakyops' own process died on a case (a crash of leakyops, not a missing
+    peer), naming how many cases, the first one and why; else ""."""
+    died = [r for r in records if r["peer"] in OWN and (r["skipped"] or "").startswith(DIED)]
+    if not died:
+        return ""
+    first = died[0]
+    return (f"leakyops' own process died on {len(died)} case{'s' if len(died) > 1 else ''}; the first,"
+            f" {first['peer']} on {first['op']} {first['dtype']} {first['size']:,} elements: {first['skipped']}")
 
 
 def _by_case(records):
