@@ -173,6 +173,33 @@ def test_bench_py_checks_its_paths_before_the_first_timing(option, name, message
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.parametrize("args,line", [
+    (["--sizes", "1.5"], "bench.py: error: argument --sizes: bad sizes '1.5': give whole numbers >= 1"),
+    (["--sizes", "1e12"], "bench.py: error: --sizes: the largest case needs 7.3 TiB of arrays, more than the "),
+    (["--min-time", "-1"], "bench.py: error: argument --min-time: bad time '-1': give a number of seconds > 0"),
+    (["--min-time", "0"], "bench.py: error: argument --min-time: bad time '0'"),
+    (["--peers", "numpy"], "bench.py: error: argument --peers: unknown name(s) numpy; choose from leakyops, torch"),
+    (["--ops", "relu"], "bench.py: error: argument --ops: unknown name(s) relu"),
+    (["--dtypes", "int8"], "bench.py: error: argument --dtypes: unsupported dtype 'int8'"),
+    (["--threads", "1000"], "bench.py: error: argument --threads: bad thread count '1000': give 1 to"),
+    (["--rounds", "0"], "bench.py: error: argument --rounds: bad value '0': give an integer >= 1"),
+    (["--json", "{tmp}/r.json", "--markdown", "{tmp}/./r.json"],
+     "bench.py: error: --json and --markdown must be different files (both name {tmp}/r.json)"),
+])
+def test_bench_py_checks_its_options_as_leakyops_bench_does(args, line, tmp_path):
+    """Each bad value is one line and status 2, before anything is timed (the run would take
+    moments, so a missing check shows as a table and status 0)."""
+    quick = {"--sizes": "1000", "--ops": "leaky_relu", "--dtypes": "float32", "--peers": "leakyops",
+             "--rounds": "1", "--min-time": "0.001"}
+    for option in args[::2]:
+        quick.pop(option, None)
+    res = _bench_py(*[a.format(tmp=tmp_path) for a in args], *[t for kv in quick.items() for t in kv])
+    assert res.returncode == 2 and res.stdout == "", (res.returncode, res.stdout, res.stderr)
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(line.format(tmp=tmp_path)), res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_nothing_measured_is_a_failure_not_a_table_of_dashes(tmp_path):
     env = {"PYTHONPATH": os.pathsep.join([_torch_blocker(tmp_path)] + [p for p in sys.path if p])}
     js = tmp_path / "b.json"
