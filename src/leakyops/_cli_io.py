@@ -32,6 +32,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
+from leakyops._config import warn_setting
 from leakyops._verify import CHUNK, dtype_name
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -651,6 +652,28 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min" if minutes < 90 else f"{minutes // 60} h {minutes % 60} min"
 
 
+_warned: set = set()
+
+
+def progress_after() -> float:
+    """Seconds before progress appears: ``LEAKYOPS_PROGRESS_AFTER`` (a number >= 0; ``inf``:
+    never), else :data:`PROGRESS_AFTER`; a value that is none of these is said once, in one line."""
+    raw = os.environ.get("LEAKYOPS_PROGRESS_AFTER", "").strip()
+    if not raw:
+        return PROGRESS_AFTER
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if value >= 0:  # (not NaN)
+        return value
+    if raw not in _warned:
+        _warned.add(raw)
+        warn_setting(f"LEAKYOPS_PROGRESS_AFTER={raw!r} is not a number of seconds >= 0;"
+                     f" using {PROGRESS_AFTER:g}", one_line=True)
+    return PROGRESS_AFTER
+
+
 class Progress:
     """Progress on stderr for a long run: shown after ``PROGRESS_AFTER`` seconds, only on a terminal.
 
@@ -666,10 +689,7 @@ class Progress:
             self.enabled = show and bool(self.stream.isatty())
         except (AttributeError, ValueError):
             self.enabled = False
-        try:
-            self.after = float(os.environ.get("LEAKYOPS_PROGRESS_AFTER", PROGRESS_AFTER))
-        except ValueError:
-            self.after = PROGRESS_AFTER
+        self.after = progress_after()
         self.prog, self.total, self.unit, self.time_left = prog, max(int(total), 0), unit, time_left
         self.done = 0
         self.label = ""

@@ -11,19 +11,53 @@
     ``1`` forces the software float16 conversions (default: used only when the CPU numba
     targets has no F16C, because LLVM's ``half`` conversions then call compiler-runtime
     helpers that numba's JIT does not resolve).
+
+A value that cannot be used (``LEAKYOPS_NUM_THREADS=abc``, ``0``) is not ignored silently: in
+the ``leakyops`` command it is one line on stderr, ``leakyops: warning: LEAKYOPS_NUM_THREADS='abc'
+is not a positive integer; using 2``, as the command's other messages; in a program that
+imports leakyops it is a ``RuntimeWarning``, so that the program can filter it or make it an
+error (``-W error::RuntimeWarning``) as it does Python's other warnings (:func:`warn_setting`).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
-__all__ = ["NJIT_OPTIONS", "REDUCE_FASTMATH", "PARALLEL_MIN_BYTES", "cache_enabled", "use_soft_half"]
+__all__ = ["NJIT_OPTIONS", "REDUCE_FASTMATH", "PARALLEL_MIN_BYTES", "cache_enabled", "use_soft_half",
+           "warn_setting"]
+
+
+def _in_the_command() -> bool:
+    """Whether this process is the ``leakyops`` command (``leakyops/__init__`` tells, before it
+    imports this module)."""
+    started = getattr(sys.modules.get("leakyops"), "_started_as_the_command", None)
+    return bool(started is not None and started())
+
+
+def warn_setting(message: str, *, one_line: bool | None = None) -> None:
+    """Say that a setting from the environment is not used as given (see the module's docstring).
+
+    ``one_line``: the command's form, ``leakyops: warning: MESSAGE`` on stderr (default: in the
+    ``leakyops`` command only); else a ``RuntimeWarning``.
+    """
+    if one_line is None:
+        one_line = _in_the_command()
+    if not one_line:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        return
+    try:
+        sys.stderr.write(f"leakyops: warning: {message}\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):  # no stderr, or a closed one
+        pass
 
 
 def _env_int(name: str, default: int) -> int:
     """A positive integer from the environment; unset or empty gives ``default``, anything else
-    that is not an integer >= 1 gives it too, with a warning naming the variable."""
+    that is not an integer >= 1 gives it too, with a warning naming the variable
+    (:func:`warn_setting`)."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -32,8 +66,7 @@ def _env_int(name: str, default: int) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        warnings.warn(f"{name}={raw!r} is not an integer >= 1; using {default}", RuntimeWarning,
-                      stacklevel=2)
+        warn_setting(f"{name}={raw!r} is not a positive integer; using {default}")
         return default
     return value
 

@@ -242,3 +242,28 @@ def test_the_address_space_limit_is_a_limit(cli, check_error):
                               " the ")
     assert got.endswith("MiB that the address-space limit (ulimit -v 1048576) leaves to a process"), got
     assert res.stdout == ""
+
+
+# --- the environment and optional dependencies
+
+
+@pytest.mark.parametrize("variable,value,line", [
+    ("LEAKYOPS_NUM_THREADS", "abc", "LEAKYOPS_NUM_THREADS='abc' is not a positive integer; using {cpus}"),
+    ("LEAKYOPS_NUM_THREADS", "0", "LEAKYOPS_NUM_THREADS='0' is not a positive integer; using {cpus}"),
+    ("LEAKYOPS_PARALLEL_MIN_BYTES", "-3", "LEAKYOPS_PARALLEL_MIN_BYTES='-3' is not a positive integer; using 131072"),
+])
+def test_a_bad_setting_is_one_line_in_the_command(variable, value, line, cli):
+    """The command's form, not Python's two-line warning with a path inside leakyops (a program
+    that imports leakyops gets a RuntimeWarning: tests/core/test_runtime.py)."""
+    res = cli("--version", env={variable: value})
+    assert res.returncode == 0 and res.stdout.startswith("leakyops ")
+    assert res.stderr == f"leakyops: warning: {line.format(cpus=os.cpu_count())}\n"
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "nan"])
+def test_a_bad_progress_delay_is_said_once(value, case, cli):
+    res = cli("verify", case, case / "grad_input.bin", case / "grad_weight.bin",
+              env={"LEAKYOPS_PROGRESS_AFTER": value})
+    assert res.returncode == 0 and "overall: PASS" in res.stdout
+    assert res.stderr == (f"leakyops: warning: LEAKYOPS_PROGRESS_AFTER={value!r} is not a number of seconds >= 0;"
+                          " using 2\n")
