@@ -59,7 +59,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.dir is not None and not os.path.isdir(args.dir):
-        p.error(f"--dir {args.dir}: no such directory (give an existing directory for the zarr arrays)")
+        what = "not a directory" if os.path.exists(args.dir) else "no such directory"
+        p.error(f"--dir {args.dir}: {what} (give an existing directory for the zarr arrays)")
     if args.dir is not None and not os.access(args.dir, os.W_OK | os.X_OK):
         p.error(f"--dir {args.dir}: not writable")
     if args.big:

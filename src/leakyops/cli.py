@@ -776,7 +776,7 @@ def _plot_format(path: str) -> str:
         matplotlib.use("Agg")
         from matplotlib.figure import Figure
     except ImportError:
-        raise CLIError("--plot needs matplotlib: pip install 'leakyops[plot]'") from None
+        raise CLIError("--plot needs matplotlib: pip install matplotlib") from None
     formats = sorted(Figure().canvas.get_supported_filetypes())
     suffix = Path(path).suffix.lower().lstrip(".")
     if suffix not in formats:
@@ -1170,8 +1170,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-progress", action="store_true",
                    help="no progress line (there is one on stderr only when it is a terminal)")
     b.add_argument("--plot", metavar="FILE.png", default=None,
-                   help="draw GB/s by size per operator and dtype (needs matplotlib: leakyops[plot]);"
-                        " the format is the name's suffix (.png, .pdf, .svg, …)")
+                   help="draw GB/s by size per operator and dtype (needs matplotlib: pip install"
+                        " matplotlib); the format is the name's suffix (.png, .pdf, .svg, …)")
     b.add_argument("--json", metavar="FILE", default=None, help="also write the measurements as JSON")
     b.set_defaults(func=cmd_bench)
 

@@ -2,9 +2,14 @@
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -267,3 +272,20 @@ def test_a_bad_progress_delay_is_said_once(value, case, cli):
     assert res.returncode == 0 and "overall: PASS" in res.stdout
     assert res.stderr == (f"leakyops: warning: LEAKYOPS_PROGRESS_AFTER={value!r} is not a number of seconds >= 0;"
                           " using 2\n")
+
+
+def test_plot_without_matplotlib_says_what_to_install(tmp_path, monkeypatch, cli_inproc, check_error):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    res = cli_inproc("bench", *_QUICK, "--plot", tmp_path / "b.png")
+    assert check_error(res, 2) == "leakyops bench: error: --plot needs matplotlib: pip install matplotlib"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_out_of_core_dir_that_is_a_file(tmp_path):
+    """examples/dask/out_of_core.py --dir names a plain file: not 'no such directory'."""
+    (tmp_path / "f").write_text("")
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "dask" / "out_of_core.py"), "--dir",
+                           str(tmp_path / "f")], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == (f"out_of_core.py: error: --dir {tmp_path / 'f'}: not a directory (give an"
+                                            " existing directory for the zarr arrays)")
