@@ -106,3 +106,53 @@ def test_the_demo_speed_line_defaults():
     assert f"in {_demo.ROUNDS} rounds" in docs
     assert f"more than {round((_demo.DISAGREE - 1) * 100)} % between rounds" in docs
     assert "vs `np.copyto`" not in docs  # the old one-thread comparison
+
+
+#: matplotlib's codes in the chart's style table, in the words docs/cli.md uses for them
+#: (C0…C3: the first colours of matplotlib's default cycle, "tab10"; a float string: a grey)
+_COLOURS = {"C0": "blue", "C1": "orange", "C2": "green", "C3": "red", "0.4": "grey"}
+_MARKERS = {"o": "circles", "s": "squares", "^": "triangles", "v": "triangles pointing down"}
+_LINES = {"--": "dashed line"}
+_LIBRARIES = {"leakyops": "leakyops", "torch": "PyTorch", "onednn": "oneDNN", "onnxruntime": "ONNX Runtime"}
+
+
+def test_the_charts_lines_are_the_ones_the_docs_describe():
+    """docs/cli.md says how each library's line looks: the plot's style table, in words."""
+    style = _bench.PLOT_STYLE
+    assert set(style) == {*_LIBRARIES, "copy"}  # a line per library and the copy ceiling
+    words = []
+    for peer, name in _LIBRARIES.items():
+        colour, marker, line = style[peer]
+        assert line == "-", peer  # the libraries are solid lines with a marker each
+        words.append(f"{name} {_COLOURS[colour]} {_MARKERS[marker]}")
+    colour, marker, line = style["copy"]
+    assert marker == ""
+    sentence = ", ".join(words) + f", and the copy ceiling as a {_COLOURS[colour]} {_LINES[line]}"
+    assert f"one line per library: {sentence}." in _section("cli.md", "bench")
+    try:  # the colour names are matplotlib's own for those codes
+        from matplotlib import colors
+    except ImportError:
+        return
+    for code, name in _COLOURS.items():
+        assert colors.to_hex(code) == colors.to_hex(name if code[0] != "C" else f"tab:{name}") or \
+            (name == "grey" and len(set(colors.to_rgb(code))) == 1), code
+
+
+def _default_of(script: Path, option: str):
+    """The default of ``option`` in ``script``'s argparse calls (read, not imported: the script
+    needs torch)."""
+    import ast
+
+    for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" \
+                and any(isinstance(a, ast.Constant) and a.value == option for a in node.args):
+            return next(ast.literal_eval(k.value) for k in node.keywords if k.arg == "default")
+    raise AssertionError(f"{script.name} has no {option}")
+
+
+def test_the_training_examples_step_count_is_its_default():
+    script = ROOT / "examples" / "torch" / "train_convnet.py"
+    steps = _default_of(script, "--steps")
+    assert f"[--steps {steps}]" in script.read_text(encoding="utf-8")  # its own usage line
+    docs = _flat((ROOT / "docs" / "torch.md").read_text(encoding="utf-8"))
+    assert f"(the default, {steps} steps;" in docs

@@ -27,8 +27,8 @@ from ._peers import COPIES, LIBRARIES, PEERS
 from ._timing import best_time
 
 __all__ = ["DEFAULT_SIZES", "DTYPES", "OPS", "QUICK_SIZES", "PEERS", "ROUNDS", "MIN_TIME", "FULL_RUN",
-           "best_time", "run", "measured", "own_deaths", "format_table", "format_markdown", "to_json", "plot",
-           "summary"]
+           "PLOT_STYLE", "best_time", "run", "measured", "own_deaths", "format_table", "format_markdown",
+           "to_json", "plot", "summary"]
 
 #: Extra rows compared with PyTorch only: calls that allocate their results.
 EXTRA_OPS = {"leaky_relu:alloc": ("leakyops", "torch"),
@@ -49,6 +49,11 @@ DIED = "its process died"
 
 #: The peers whose code is leakyops': their process dying on a case is a failure of the run.
 OWN = ("leakyops", "copy-leakyops")
+
+#: The chart's line per library: (colour, marker, line style), matplotlib's codes; ``copy`` is
+#: the copy ceiling (docs/cli.md describes them in words, and a test keeps the two in step).
+PLOT_STYLE = {"leakyops": ("C0", "o", "-"), "torch": ("C3", "s", "-"), "onednn": ("C1", "^", "-"),
+              "onnxruntime": ("C2", "v", "-"), "copy": ("0.4", "", "--")}
 
 
 def _cpu_model() -> str:
@@ -320,8 +325,7 @@ def plot(records, path, fmt: str | None = None) -> None:
 
     ops = [op for op in dict.fromkeys(r["op"] for r in records) if op not in EXTRA_OPS]
     dtypes = list(dict.fromkeys(r["dtype"] for r in records))
-    style = {"leakyops": ("C0", "o", "-"), "torch": ("C3", "s", "-"), "onednn": ("C1", "^", "-"),
-             "onnxruntime": ("C2", "v", "-"), "copy": ("0.4", "", "--")}
+    style = PLOT_STYLE
     fig, axes = plt.subplots(max(1, len(ops)), len(dtypes),
                              figsize=(3.6 * len(dtypes) + 1, 2.8 * max(1, len(ops)) + 1),
                              squeeze=False, sharex=True)
