@@ -252,6 +252,30 @@ def test_a_run_where_leakyops_died_is_a_failure(monkeypatch, tmp_path):
     assert _bench.own_deaths([r for r in recs if r["size"] == 1000]) == ""
 
 
+def test_the_demos_busy_check_leaves_out_its_own_compile(monkeypatch):
+    """A minute of the demo's own compile raises the load average by about 0.6 on a machine
+    that is otherwise idle; that is not a busy machine."""
+    import time
+
+    from leakyops import _demo
+    from leakyops._bench import _ceiling
+
+    assert _demo.own_load(70.0, 70.0) == pytest.approx(1 - 2.718281828 ** (-70 / 60))
+    assert _demo.own_load(1.0, 2.0) == pytest.approx(0.5 * (1 - 2.718281828 ** (-2 / 60)))
+    times = (("leakyops", 2, 1e-3), ("copy-numpy", 1, 2e-3), ("copy-leakyops", 2, 8e-4))
+    steady = {"bytes": 8_000_000, "peers": {n: {"threads": t, "seconds": [s] * 3} for n, t, s in times}}
+    monkeypatch.setattr(_ceiling, "against_copy", lambda *a, **kw: steady)
+    monkeypatch.setattr(_demo, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(_demo, "_load", lambda: 1.9)  # >= 2 - 0.5: busy, were it all others'
+    compiled = (time.monotonic() - 70.0, time.process_time() - 70.0)  # 70 s of one CPU, just now
+    assert _demo.others_load(compiled) == pytest.approx(1.9 - _demo.own_load(70.0, 70.0), abs=0.02)
+    lines = _demo._speed(1_000_000, compiled)
+    assert len(lines) == 5 and "busy" not in lines[0]
+    idle = (time.monotonic() - 70.0, time.process_time())  # the same minute, this run idle
+    (line,) = _demo._speed(1_000_000, idle)
+    assert "the machine is busy (load average 1.9" in line
+
+
 def test_cases_take_the_operators_arrays_and_bytes_from_the_table():
     assert _bench.OPS == tuple(OPERATORS)
     for op, spec in OPERATORS.items():
