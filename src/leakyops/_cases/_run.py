@@ -6,13 +6,17 @@
 2. The API's first phase runs on descriptors of the case's full shapes (zero strides over
    one element, so they cost no memory): a case the API rejects fails here with the
    status and ``aclGetRecentErrMsg()``, as on a device.
-3. The case then runs in chunks of at most :data:`CHUNK` elements: element-wise APIs over
-   tensors of one shape take consecutive elements, ``aclnnPrelu`` whole rows of dim 0,
-   anything else (``aclnnPreluBackward``, whose ``gradWeight`` sums over everything; a
-   broadcast backward) runs whole. For each chunk: the inputs are drawn, the golden is
-   computed from them, the API runs (both phases, then ``aclrtSynchronizeStream``) and
-   each output is compared with its golden. Peak memory is a few chunks, whatever the
-   case's size.
+3. The case then runs in chunks: element-wise APIs over tensors of one shape take
+   :data:`CHUNK` consecutive elements at a time; ``aclnnPrelu`` with ``self`` of rank >= 2
+   and dim 0 > 1 whole rows of dim 0, as many as fit in :data:`CHUNK` elements (at least
+   one, however large), the weight whole. Anything else runs whole, as one chunk:
+   ``aclnnPreluBackward`` (``gradWeight`` sums over every element), an
+   ``aclnnLeakyReluBackward`` whose tensors' shapes differ (broadcast), ``aclnnPrelu`` of
+   rank < 2 or dim 0 <= 1. For each chunk: the inputs are drawn, the golden is computed
+   from them, the API runs (both phases, then ``aclrtSynchronizeStream``) and each output
+   is compared with its golden. A chunk with its goldens takes about twice the chunk's
+   tensors: a chunked case holds a few chunks whatever its size, a case run whole about
+   twice its tensors.
 """
 
 from __future__ import annotations
@@ -203,8 +207,10 @@ def _run(case: Case, seed: int, chunk: int, progress) -> CaseResult:
             a_flat, g_flat = arrays[param].reshape(-1), g.reshape(-1)
             for i in range(0, g_flat.size, _verify.CHUNK):
                 comparers[param].update(a_flat[i:i + _verify.CHUNK], g_flat[i:i + _verify.CHUNK])
+        done = max(a.size for a in arrays.values())
+        arrays = golden = g = a_flat = g_flat = None  # this chunk's arrays, let go before the next is drawn
         if progress is not None:
-            progress(max(a.size for a in arrays.values()))
+            progress(done)
     comparisons = tuple((p, comparers[p].result()) for p, _ in case.standards)
     failed = [(p, c) for p, c in comparisons if not c.passed]
     if failed:
