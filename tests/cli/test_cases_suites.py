@@ -9,7 +9,8 @@ same APIs, executors, fields, dtypes (scalar dtypes too), range forms (``[low, h
 constants, ``"inf"``/``"-inf"``/``"nan"`` and their one-element lists, ATK's normal ``nd``
 objects), attributes, precision fields and ranks up to 8 — with small shapes in the default
 run and, under ``slow``, the published suites' large shapes (every case of 1e7 elements and
-more, up to 867 million), so that the whole files' work is run.
+more, up to 867 million; the two Prelu suites as published), so that the whole files' work is
+run.
 
 ``LEAKYOPS_OPS_NN=/path/to/ops-nn`` also runs the published files of a checkout (slow).
 """
@@ -31,7 +32,8 @@ from leakyops._cases._run import case_inputs
 
 # --------------------------------------------------------------------------- the builders
 
-# shapes of the published suites' cases with 1e7 elements and more (their last cases)
+# shapes of the published suites' cases with 1e7 elements and more, which are their last cases
+# (aclnnLeakyRelu ids 178-200, aclnnLeakyReluBackward ids 208-249)
 LEAKY_RELU_LARGE = [
     ("fp32", [104, 8, 6, 73, 2, 7, 2]), ("fp16", [10, 3, 2, 63, 5, 9, 62]), ("fp32", [7, 10, 5, 4, 10, 2, 52, 8]),
     ("fp16", [8, 188, 6, 7, 2, 8, 19]), ("fp32", [3, 6, 9, 6, 5, 67, 7, 9]), ("bf16", [3, 9, 9, 7, 65, 73, 3]),
@@ -44,6 +46,7 @@ LEAKY_RELU_LARGE = [
     ("fp32", [8192, 9, 8, 39, 3, 3, 4]), ("bf16", [9, 4096, 4, 1, 7, 6, 140]),
 ]
 LEAKY_RELU_BACKWARD_LARGE = [
+    ("fp64", [2, 5, 1, 1024, 1024, 1]),
     ("fp16", [5, 10, 8192, 3, 9]), ("fp64", [10, 73, 2, 1024, 8]), ("fp16", [5, 5, 40, 3, 6, 6, 16, 7]),
     ("fp32", [3, 6, 41, 242, 70]), ("fp64", [9, 2, 7, 60, 212, 2, 4, 1]), ("fp64", [2, 5, 7, 1024, 5, 10, 5]),
     ("bf16", [1, 1, 7, 7, 3, 3, 10, 4096]), ("fp64", [2, 80, 6, 19, 8, 151]), ("fp16", [56, 7, 7, 4, 2048]),
@@ -60,6 +63,32 @@ LEAKY_RELU_BACKWARD_LARGE = [
     ("fp16", [2048, 1024, 10, 5, 6]), ("fp16", [60, 5, 5, 10, 8, 138, 9, 5]), ("fp16", [7, 56, 4, 5, 10, 164, 2, 33]),
 ]
 ND = {"name": "nd", "mean": [-100, 100], "std": [1, 25]}
+
+# the published Prelu suites whole (id, dtype, self's shape, weight's shape, the inputs' ranges):
+# under `slow` they run as published (at most 5.0 million and 75,411 elements); the default
+# run takes small shapes instead
+PRELU_PUBLISHED = [
+    (0, "bf16", [], [1], ND, ["inf"]), (1, "fp16", [], [1], ND, ND), (2, "bf16", [15], [1], ND, ND),
+    (3, "fp32", [255, 1], [1], ND, ND), (4, "fp16", [7, 17, 7], [17], ND, ND),
+    (5, "fp32", [19, 21, 17, 1], [21], ND, ND), (6, "fp16", [1, 7, 1, 1, 16, 1, 9, 15], [7], ND, ND),
+    (7, "fp32", [1, 17, 15, 8, 1, 1, 1, 16], [17], ND, ND), (8, "bf16", [256, 9, 17], [9], ND, ND),
+    (9, "bf16", [1, 16, 15, 1, 256], [16], ["-inf"], ["inf"]),
+    (10, "fp32", [17, 256, 1, 1, 20], [256], ["-inf"], ["-inf"]), (11, "fp16", [8, 1, 1, 8, 19, 17, 7], [1], ND, ND),
+    (12, "bf16", [21, 16, 1, 19, 1, 8, 1, 8], [16], ND, ND), (13, "fp16", [9, 8, 17, 20, 1, 20], [8], ["inf"], ND),
+    (14, "fp32", [8, 17, 1, 1, 1, 9, 257, 16], [17], ["nan"], ["nan"]),
+]
+PRELU_BACKWARD_PUBLISHED = [  # (id, dtype, shape, weight's shape, gradOutput's, self's and weight's ranges)
+    (0, "fp32", [7], [1], ["nan"], [-10, 10], [-10, 10]), (1, "bf16", [1, 9], [9], [-10, 10], [-10, 10], [-10, 10]),
+    (3, "fp16", [7, 256, 1], [256], ["inf"], ["nan"], [-10, 10]),
+    (4, "bf16", [255, 1, 1, 8, 1, 1, 1, 1], [1], [-10, 10], [-10, 10], [-10, 10]),
+    (5, "fp32", [1, 17, 20, 21, 1], [17], [-10, 10], [-10, 10], [-10, 10]),
+    (7, "bf16", [7, 17, 9, 15], [17], ["-inf"], [-10, 10], [-10, 10]),
+    (8, "fp32", [1, 8, 257, 1, 15], [8], [-10, 10], [-10, 10], [-10, 10]),
+    (9, "fp16", [1, 7, 1, 1, 15, 17, 1, 20], [7], [-10, 10], [-10, 10], [-10, 10]),
+    (10, "fp32", [16, 1, 7, 1, 21, 1, 21, 1], [1], ["-inf"], [-10, 10], [-10, 10]),
+    (11, "bf16", [7, 8, 8, 8, 21, 1], [8], [-10, 10], ["-inf"], [-10, 10]),
+    (12, "fp32", [19, 1, 1, 1, 21, 9, 21], [1], [-10, 10], [-10, 10], [-10, 10]),
+]
 
 
 def _small_shape(i: int, rank: int, channels: int | None = None) -> list:
@@ -127,7 +156,20 @@ def leaky_relu_backward_suite(big: bool = False) -> list:
     return cases
 
 
-def prelu_suite() -> list:
+def _prelu_case(i, dtype, shape, wshape, xr, ar):
+    return _case(i, "torch.nn.functional.prelu", "aclnnPrelu", "function_perlu", "single_bm", [
+        _tensor("x", dtype, shape, xr, backward=True), _tensor("a", dtype, wshape, ar, backward=True)])
+
+
+def _prelu_backward_case(i, dtype, shape, wshape, gr, xr, ar):
+    return _case(i, "torch.ops.aten.prelu_backward", "aclnnPreluBackward", "function_perlu_backward", "single_bm",
+                 [_tensor("gradOutput", dtype, shape, gr), _tensor("x", dtype, shape, xr),
+                  _tensor("a", dtype, wshape, ar)])
+
+
+def prelu_suite(big: bool = False) -> list:
+    if big:
+        return [_prelu_case(*row) for row in PRELU_PUBLISHED]
     ranks = [0, 0, 1, 2, 3, 4, 8, 8, 3, 5, 5, 7, 8, 6, 8]
     specials = {0: (ND, ["inf"]), 9: (["-inf"], ["inf"]), 10: (["-inf"], ["-inf"]), 13: (["inf"], ND),
                 14: (["nan"], ["nan"])}
@@ -137,15 +179,15 @@ def prelu_suite() -> list:
         channels = 1 + (7 * i) % 17
         shape = _small_shape(i, rank, channels)
         wshape = [channels] if rank >= 2 and i % 4 else [1]
-        xr, ar = specials.get(i, (ND, ND))
-        cases.append(_case(i, "torch.nn.functional.prelu", "aclnnPrelu", "function_perlu", "single_bm", [
-            _tensor("x", dtype, shape, xr, backward=True), _tensor("a", dtype, wshape, ar, backward=True)]))
+        cases.append(_prelu_case(i, dtype, shape, wshape, *specials.get(i, (ND, ND))))
     return cases
 
 
-def prelu_backward_suite() -> list:
+def prelu_backward_suite(big: bool = False) -> list:
+    if big:
+        return [_prelu_backward_case(*row) for row in PRELU_BACKWARD_PUBLISHED]
     ranks = [1, 2, 3, 8, 5, 4, 5, 8, 8, 6, 7]
-    specials = {0: (["nan"], [-10, 10]), 2: (["inf"], ["nan"]), 5: (["-inf"], [-10, 10]), 7: (["-inf"], [-10, 10]),
+    specials = {0: (["nan"], [-10, 10]), 2: (["inf"], ["nan"]), 5: (["-inf"], [-10, 10]), 8: (["-inf"], [-10, 10]),
                 9: ([-10, 10], ["-inf"])}
     cases = []
     for k, rank in enumerate(ranks):
@@ -155,9 +197,7 @@ def prelu_backward_suite() -> list:
         shape = _small_shape(100 + k, rank, channels)
         wshape = [channels] if rank >= 2 and k % 3 else [1]
         gr, xr = specials.get(k, ([-10, 10], [-10, 10]))
-        cases.append(_case(i, "torch.ops.aten.prelu_backward", "aclnnPreluBackward", "function_perlu_backward",
-                           "single_bm", [_tensor("gradOutput", dtype, shape, gr), _tensor("x", dtype, shape, xr),
-                                         _tensor("a", dtype, wshape, [-10, 10])]))
+        cases.append(_prelu_backward_case(i, dtype, shape, wshape, gr, xr, [-10, 10]))
     return cases
 
 
@@ -197,8 +237,8 @@ def ttk_inplace_leaky_relu_table() -> str:
 SUITES = {  # file name -> (builder, published case count)
     "atk_aclnnLeakyRelu.json": (leaky_relu_suite, 201),
     "atk_aclnnLeakyReluBackward.json": (leaky_relu_backward_suite, 250),
-    "atk_aclnnPrelu.json": (lambda big=False: prelu_suite(), 15),
-    "atk_aclnnPreluBackward.json": (lambda big=False: prelu_backward_suite(), 11),
+    "atk_aclnnPrelu.json": (prelu_suite, 15),
+    "atk_aclnnPreluBackward.json": (prelu_backward_suite, 11),
     "ttk_aclnn_leaky_relu_st.csv": (lambda big=False: ttk_leaky_relu_table(), 5),
     "ttk_aclnn_inplace_leaky_relu_st.csv": (lambda big=False: ttk_inplace_leaky_relu_table(), 5),
 }
@@ -241,6 +281,28 @@ def test_the_equivalent_suites_have_the_published_cases_kinds(small_suites):
     assert all(c.notes for c in prelu)  # backward: true, recorded
     inplace = suites["ttk_aclnn_inplace_leaky_relu_st.csv"].cases
     assert [c.values[0].dist.low for c in inplace] == [row[3] for row in TTK_ROWS]
+
+
+def test_the_builders_give_the_published_sizes_under_slow():
+    """What the slow run covers (checked here without running it): the large cases of each
+    published suite, by id, with their dtypes and shapes; the Prelu suites whole."""
+    def sized(cases):
+        return {c["id"]: (c["inputs"][0]["dtype"], c["inputs"][0]["shape"], math.prod(c["inputs"][0]["shape"]))
+                for c in cases}
+    lr, lrb = sized(leaky_relu_suite(big=True)), sized(leaky_relu_backward_suite(big=True))
+    assert [i for i, (_, _, n) in lr.items() if n >= 10 ** 7] == list(range(178, 201))
+    assert [i for i, (_, _, n) in lrb.items() if n >= 10 ** 7] == list(range(208, 250))
+    assert lrb[208] == ("fp64", [2, 5, 1, 1024, 1024, 1], 10485760) and lrb[249][0] == "fp16"
+    assert max(n for _, _, n in lr.values()) == 867041280 and max(n for _, _, n in lrb.values()) == 848601600
+    prelu, prelu_bwd = prelu_suite(big=True), prelu_backward_suite(big=True)
+    assert [c["id"] for c in prelu] == list(range(15))
+    assert [c["id"] for c in prelu_bwd] == [0, 1, 3, 4, 5, 7, 8, 9, 10, 11, 12]
+    elements = lambda cases: sum(math.prod(t["shape"]) for c in cases for t in c["inputs"])  # noqa: E731
+    assert (elements(prelu), elements(prelu_bwd)) == (6319653, 587646)  # the published files' input elements
+    assert max(n for _, _, n in sized(prelu).values()) == 5033088
+    assert max(n for _, _, n in sized(prelu_bwd).values()) == 75411
+    assert sized(prelu)[14][:2] == ("fp32", [8, 17, 1, 1, 1, 9, 257, 16])
+    assert prelu[14]["inputs"][1]["shape"] == [17] and prelu[14]["inputs"][0]["range_values"] == ["nan"]
 
 
 def test_every_case_of_the_equivalent_suites_passes(small_suites, tmp_path, cli_inproc):
@@ -314,8 +376,10 @@ def test_the_golden_is_what_the_vendor_executors_compute(every, small_suites):
 
 @pytest.mark.slow
 def test_the_whole_suites_pass_at_their_published_sizes(tmp_path, cli):
-    """Every case at the published suites' sizes (15.6 billion input elements in all), in two
-    processes; memory stays at a few chunks a process."""
+    """Every case at the published suites' sizes (15.1 billion input elements in all: the
+    large cases and the Prelu suites as published, the other small cases smaller), in two
+    processes; a chunked case holds a few chunks of memory, the Prelu suites' whole cases
+    (75,411 elements at most) twice their tensors."""
     paths = write_suites(tmp_path, big=True)
     res = cli("cases", *paths, "--jobs", "2", "--json", tmp_path / "r.json", timeout=5400)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr
@@ -337,13 +401,21 @@ PUBLISHED = [
 
 
 @pytest.mark.slow
-def test_the_published_files_of_a_checkout_pass(tmp_path, cli):
+@pytest.mark.parametrize("published", PUBLISHED, ids=[Path(p).name for p in PUBLISHED])
+def test_the_published_files_of_a_checkout_pass(published, tmp_path, cli):
+    """Each file of a checkout (a file the checkout lacks is a skip that names it: hicann/ops-nn
+    may not have the ATK suites, which forks such as jbgztxdy/ops-nn do), with its published
+    number of cases, every one passing."""
     root = os.environ.get("LEAKYOPS_OPS_NN")
     if not root:
         pytest.skip("set LEAKYOPS_OPS_NN to a checkout of ops-nn to run its published suites")
-    paths = [Path(root) / p for p in PUBLISHED if (Path(root) / p).exists()]
-    if not paths:
-        pytest.skip(f"none of the suites is in {root}")
-    res = cli("cases", *paths, "--jobs", "2", timeout=5400)
+    path = Path(root) / published
+    if not path.exists():
+        pytest.skip(f"{published} is missing from {root}")
+    count = SUITES[path.name][1]
+    res = cli("cases", path, "--jobs", "2", "--json", tmp_path / "r.json", timeout=5400)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr
-    assert " 0 failed, 0 error(s)" in res.stdout
+    assert f"summary: {count} of {count} case(s) run: {count} passed, 0 failed, 0 error(s)" in res.stdout, \
+        res.stdout[-3000:]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [Path(c["file"]) for c in doc["cases"]] == [path] * count
