@@ -5,34 +5,12 @@ pipeline's (checked against ``leakyops.aclnn``'s aclnnPreluBackward on that prof
 grad_input, and every output on the other profiles, are the core's (the ``--soc``-less case's).
 """
 
-import json
-
-import ml_dtypes
 import numpy as np
 import pytest
 
+from golden_io import golden, load
 from leakyops import aclnn, _cli_ops
-
-BF16 = np.dtype(ml_dtypes.bfloat16)
-
-
-def golden(cli_inproc, tmp_path, name, *args):
-    case = tmp_path / name
-    res = cli_inproc("golden", *args, "-o", case, "-q")
-    assert res.returncode == 0, res.stderr
-    return case, json.loads((case / "case.json").read_text())
-
-
-def load(case, name):
-    m = json.loads((case / "case.json").read_text())
-    e = next(t for t in m["inputs"] + m["outputs"] if t["name"] == name)
-    dtype = BF16 if e["dtype"] == "bfloat16" else np.dtype(e["dtype"])
-    return np.fromfile(case / e["bin"], dtype=dtype).reshape(e["shape"])
-
-
-def bits(a):
-    a = np.ascontiguousarray(a)
-    return a.view(f"u{a.dtype.itemsize}")
+from refs import bits
 
 
 def aclnn_prelu_backward(g, x, w, soc):

@@ -7,30 +7,11 @@ written with ``leakyops.ascendc``, ``onednn`` against a graph built with ``leaky
 
 import json
 
-import ml_dtypes
 import numpy as np
 import pytest
 
-BF16 = np.dtype(ml_dtypes.bfloat16)
-
-
-def golden(cli_inproc, tmp_path, name, *args):
-    case = tmp_path / name
-    res = cli_inproc("golden", *args, "-o", case, "-q")
-    assert res.returncode == 0, res.stderr
-    return case, json.loads((case / "case.json").read_text())
-
-
-def load(case, name):
-    m = json.loads((case / "case.json").read_text())
-    e = next(t for t in m["inputs"] + m["outputs"] if t["name"] == name)
-    dtype = BF16 if e["dtype"] == "bfloat16" else np.dtype(e["dtype"])
-    return np.fromfile(case / e["bin"], dtype=dtype).reshape(e["shape"])
-
-
-def bits(a):
-    a = np.ascontiguousarray(a)
-    return a.view(f"u{a.dtype.itemsize}")
+from golden_io import golden, load
+from refs import bits
 
 
 def test_semantics_recorded_and_reported(tmp_path, cli_inproc):
