@@ -85,7 +85,7 @@ def main(argv=None) -> int:
                 doc = _bench.to_json(records)
             print(f"# {doc['date']} · {doc['cpu']} · {doc['cpus']} CPUs · Python {doc['python']} · "
                   f"numpy {doc['numpy']}")
-            print(_bench.format_table(records))
+            print(_bench.format_table(records, doc.get("tier")))
             print(_bench.summary(records))
             if args.json:
                 files.write(args.json, json.dumps(doc, indent=1), "--json")

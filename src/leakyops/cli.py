@@ -882,7 +882,7 @@ def cmd_bench(args) -> int:
         )
         if not _bench.measured(records):  # a table of '-' is no result: nothing is written
             raise CLIError("nothing was measured: every peer was skipped (see the lines above)", status=1)
-        _out(_bench.format_table(records))
+        _out(_bench.format_table(records, _bench.tier()))
         _out(_bench.summary(records))
         if args.json:
             files.write(args.json, json.dumps(_bench.to_json(records), indent=2) + "\n", "--json")

@@ -35,6 +35,7 @@ def test_bench_runs_each_peer_in_its_own_process(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "Traceback" not in res.stderr
     assert res.stderr == ""  # stderr is no terminal: no progress line
+    assert "tier: " in res.stdout.splitlines()[0]
     head = res.stdout.splitlines()[1]
     for col in ("leakyops", "torch", "onednn", "copy", "x fastest", "x copy"):
         assert col in head
@@ -42,6 +43,7 @@ def test_bench_runs_each_peer_in_its_own_process(tmp_path):
     assert len(rows) == 2
     doc = json.loads(js.read_text())
     assert doc["cpu"] and doc["date"]
+    assert doc["tier"]["cpu_isa"] and doc["tier"]["leakyops_target"]
     recs = doc["records"]
     assert {r["peer"] for r in recs} == {"leakyops", "copy-numpy", "copy-leakyops"}
     for r in recs:
@@ -318,3 +320,28 @@ def test_the_demos_copy_ceiling_states_the_threads_that_ran():
     ran = min(2, os.cpu_count() or 1)
     assert {name: p["threads"] for name, p in large["peers"].items()} == \
         {"leakyops": ran, "copy-numpy": 1, "copy-leakyops": ran}
+
+
+def test_the_tier_names_the_cpus_widest_isa_and_every_cap(monkeypatch):
+    """The header and the JSON say which instruction-set tier a run measured: the CPU's widest
+    (LLVM's feature names read as people say them), numba's target, and each library's cap."""
+    name = _bench._isa_name
+    avx512 = frozenset({"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx2", "avx", "sse4.1"})
+    assert name(avx512 | {"avx512bf16"}) == "AVX-512 (BF16)"
+    assert name(avx512 | {"avx512bf16", "avx512fp16", "amx-tile"}) == "AVX-512 (BF16, FP16, AMX)"
+    assert name(avx512) == "AVX-512"
+    assert name(frozenset({"avx512f", "avx2", "avx"})) == "AVX2"  # (AVX-512 without BW/VL/DQ)
+    assert name(frozenset({"avx2", "fma", "f16c", "avx", "sse4.1"})) == "AVX2"
+    assert name(frozenset({"sse4.1"})) == "SSE4.1" and name(frozenset()) == "SSE2"
+    for key in _bench.TIER_SETTINGS:
+        monkeypatch.delenv(key, raising=False)
+    plain = _bench.tier()
+    assert plain["caps"] == {} and "no caps" in _bench.tier_text(plain)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    capped = _bench.tier()
+    assert capped["caps"] == {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+    text = _bench.tier_text(capped)
+    assert "ONEDNN_MAX_CPU_ISA='AVX2'" in text and "ATEN_CPU_CAPABILITY='avx2'" in text
+    assert text.startswith(f"tier: {plain['cpu_isa']} CPU, leakyops compiled for ")
+    assert _bench.tier_text(None) == "tier: not recorded"

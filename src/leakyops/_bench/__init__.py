@@ -27,7 +27,7 @@ from ._peers import COPIES, LIBRARIES, PEERS
 from ._timing import best_time
 
 __all__ = ["DEFAULT_SIZES", "DTYPES", "OPS", "QUICK_SIZES", "PEERS", "ROUNDS", "MIN_TIME", "FULL_RUN",
-           "PLOT_STYLE", "best_time", "run", "measured", "own_deaths", "format_table", "format_markdown",
+           "PLOT_STYLE", "TIER_SETTINGS", "tier", "tier_text", "best_time", "run", "measured", "own_deaths", "format_table", "format_markdown",
            "to_json", "plot", "summary"]
 
 #: Extra rows compared with PyTorch only: calls that allocate their results.
@@ -65,6 +65,42 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+#: The settings that cap a library's instruction set: with the CPU's own, a run's tier.
+TIER_SETTINGS = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "LEAKYOPS_MAX_CPU_ISA",
+                 "ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY")
+
+
+def _isa_name(features) -> str:
+    """The widest vector instruction set among ``features`` (LLVM's names), as people say it."""
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= features:
+        extra = [n for f, n in (("avx512bf16", "BF16"), ("avx512fp16", "FP16"), ("amx-tile", "AMX"))
+                 if f in features]
+        return "AVX-512" + (f" ({', '.join(extra)})" if extra else "")
+    return next((n for f, n in (("avx2", "AVX2"), ("avx", "AVX"), ("sse4.1", "SSE4.1"))
+                 if f in features), "SSE2")
+
+
+def tier() -> dict:
+    """The instruction-set tier a run measures: the CPU's widest, the CPU leakyops' kernels are
+    compiled for (numba's target), and each library's cap set in the environment (the
+    settings of :data:`TIER_SETTINGS` that are set; the workers inherit them)."""
+    from .. import _cpu
+
+    name, features = _cpu.target()
+    return {"cpu_isa": _isa_name(_cpu.host_features()),
+            "leakyops_target": name if features is None else f"{name} with features {features!r}",
+            "caps": {k: os.environ[k] for k in TIER_SETTINGS if k in os.environ}}
+
+
+def tier_text(t: dict | None) -> str:
+    """:func:`tier` in one sentence (the table's header)."""
+    if not t:
+        return "tier: not recorded"
+    caps = ", ".join(f"{k}={v!r}" for k, v in t["caps"].items())
+    return (f"tier: {t['cpu_isa']} CPU, leakyops compiled for {t['leakyops_target']}, "
+            + (f"caps {caps}" if caps else "no caps (every library at the CPU's own)"))
 
 
 class _Progress:
@@ -220,9 +256,10 @@ def _ratios(peers: dict):
     return (fastest[1] if fastest else None), ratio, share
 
 
-def format_table(records) -> str:
+def format_table(records, tier: dict | None = None) -> str:
     """µs per call for every peer, leakyops' GB/s, its ratio to the fastest peer and its share
-    of the copy ceiling, one row per case."""
+    of the copy ceiling, one row per case; the first line says the threads and, given
+    ``tier`` (:func:`tier`), the instruction-set tier."""
     if not records:
         return "no measurements"
     threads = records[0]["threads"]
@@ -231,7 +268,8 @@ def format_table(records) -> str:
             + " ".join(f"{c if c != 'onnxruntime' else 'onnxrt':>10}" for c in cols)
             + f" {'GB/s':>7} {'x fastest':>9} {'peer':>7} {'x copy':>6}")
     lines = [f"µs per call (best of all rounds), {threads} thread(s) per library, each library in "
-             "a process of its own; copy = the fastest copy of the same bytes", head]
+             "a process of its own; copy = the fastest copy of the same bytes"
+             + (f"; {tier_text(tier)}" if tier else ""), head]
 
     def us(t):
         return f"{t * 1e6:>10.1f}" if t is not None else f"{'-':>10}"
@@ -306,6 +344,7 @@ def to_json(records) -> dict:
         "date": datetime.date.today().isoformat(),
         "cpu": _cpu_model(),
         "cpus": os.cpu_count(),
+        "tier": tier(),
         "leakyops_version": getattr(leakyops, "__version__", "unknown"),
         "python": platform.python_version(),
         "numpy": np.__version__,
