@@ -11,6 +11,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from leakyops import _memory
 from leakyops import _reference as reference
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -144,11 +145,4 @@ def from_torch(t, dtype):
 
 def free_memory_gib() -> float:
     """MemAvailable from /proc/meminfo in GiB (0 where it cannot be read)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) / 2 ** 20
-    except OSError:
-        pass
-    return 0.0
+    return (_memory.proc_field("/proc/meminfo", "MemAvailable") or 0) / 2 ** 30

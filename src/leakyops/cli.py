@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from leakyops import _cli_io, _cli_ops, _verify
+from leakyops import _cli_io, _cli_ops, _memory, _verify
 from leakyops._cli_io import BF16, BF16_NPY, AtomicFiles, CLIError, Progress, first_line, np_dtype
 from leakyops._cli_ops import SEMANTICS
 from leakyops._operators import OPERATORS, OPS, PER_CHANNEL, SUMS
@@ -785,37 +785,6 @@ def _plot_format(path: str) -> str:
     return suffix
 
 
-def _proc_field(path: str, field: str) -> int | None:
-    """A ``Field:  N kB`` line of a Linux ``/proc`` file, in bytes (None where there is none)."""
-    try:
-        with open(path) as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    value, *unit = line.split(":", 1)[1].split()
-                    return int(value) * (1024 if unit == ["kB"] else 1)
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def _sysconf_bytes(pages: str) -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf(pages)
-    except (AttributeError, ValueError, OSError):  # pragma: no cover - no sysconf
-        return None
-
-
-def _address_space_limit() -> int | None:
-    """The soft limit of this process's address space (RLIMIT_AS, ``ulimit -v``), if there is one."""
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    except (ImportError, AttributeError, ValueError, OSError):  # pragma: no cover - Windows
-        return None
-    return None if soft == resource.RLIM_INFINITY or soft < 0 else soft
-
-
 def memory_room() -> list:
     """What one process may hold in arrays now, as (bytes, what says so) pairs: the memory
     available (Linux's MemAvailable: free memory and what the kernel can reclaim at once;
@@ -823,16 +792,17 @@ def memory_room() -> list:
     limit leaves above what this process maps already (a process that runs the operators maps
     about as much: Python, NumPy, numba)."""
     rooms = []
-    total = _sysconf_bytes("SC_PHYS_PAGES")
-    available = _proc_field("/proc/meminfo", "MemAvailable") or _sysconf_bytes("SC_AVPHYS_PAGES")
+    total = _memory.sysconf_bytes("SC_PHYS_PAGES")
+    available = (_memory.proc_field("/proc/meminfo", "MemAvailable")
+                 or _memory.sysconf_bytes("SC_AVPHYS_PAGES"))
     if available is not None:
         rooms.append((available, f"the {_bytes(available)} of memory available now"
                                  + (f" (of {_bytes(total)})" if total else "")))
     elif total is not None:
         rooms.append((total, f"this machine's {_bytes(total)} of memory"))
-    limit = _address_space_limit()
+    limit = _memory.address_space_limit()
     if limit is not None:
-        room = max(0, limit - (_proc_field("/proc/self/status", "VmSize") or 0))
+        room = max(0, limit - (_memory.proc_field("/proc/self/status", "VmSize") or 0))
         rooms.append((room, f"the {_bytes(room)} that the address-space limit (ulimit -v"
                             f" {limit // 1024}) leaves to a process"))
     return rooms

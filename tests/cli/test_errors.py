@@ -222,10 +222,10 @@ def test_the_same_counts_are_accepted_by_bench_and_demo():
 ])
 def test_the_memory_available_now_is_the_limit(args, needs, monkeypatch, cli_inproc, check_error):
     """Not the machine's memory: what is available now (Linux's MemAvailable)."""
-    from leakyops import _bench, _demo, cli
+    from leakyops import _bench, _demo, _memory
 
-    real = cli._proc_field
-    monkeypatch.setattr(cli, "_proc_field",
+    real = _memory.proc_field
+    monkeypatch.setattr(_memory, "proc_field",
                         lambda path, name: 512 << 20 if name == "MemAvailable" else real(path, name))
     monkeypatch.setattr(_bench, "run", lambda *a, **kw: pytest.fail("the benchmark ran"))
     monkeypatch.setattr(_demo, "run", lambda *a, **kw: pytest.fail("the demo ran"))

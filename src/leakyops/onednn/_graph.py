@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import enum
 import numbers
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
 
-from .. import _core
+from .. import _core, _memory
 from ._errors import Status, fail
 from ._ops import (
     SCHEMAS,
@@ -479,7 +478,7 @@ class Tensor:
             # more than the machine holds is refused before asking (under an overcommitting
             # kernel the allocation would succeed, and the first pages touched beyond memory
             # kill the process); more than an address space is NumPy's ValueError
-            limit = _memory_size()
+            limit = _memory.memory_and_swap()
             try:
                 if limit is not None and size > limit:
                     raise MemoryError
@@ -511,24 +510,6 @@ class Tensor:
                  f"tensor {lt.id}: to_numpy needs a known shape and a strided layout, got {lt!r}")
         assert lt.dims is not None and lt.strides is not None
         return _view(self.handle, lt.dims, lt.strides, lt.dtype)
-
-
-def _memory_size() -> int | None:
-    """The bytes of memory and swap the machine has (None where the system does not say):
-    the largest single allocation Linux's default overcommit heuristic grants."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return None
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("SwapTotal:"):
-                    total += int(line.split()[1]) * 1024
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
-    return total
 
 
 def _viewable(lt: LogicalTensor) -> bool:
