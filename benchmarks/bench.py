@@ -33,7 +33,8 @@ def main(argv=None) -> int:
     from leakyops import _bench
     from leakyops._cli_io import AtomicFiles, CLIError
     from leakyops.cli import (_count_list_arg, _dtype_list_arg, _join_dash_values, _name_list_arg, _Parser,
-                              _plot_format, _positive_int_arg, _seconds_arg, _threads_arg, check_memory)
+                              _plot_format, _positive_int_arg, _seconds_arg, _threads_arg, check_measured,
+                              check_memory)
 
     # the checks of `leakyops bench`, and its parser: a bad value is one line and status 2
     ap = _Parser(prog="bench.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -79,9 +80,7 @@ def main(argv=None) -> int:
                 records = _bench.run(ops=args.ops, dtypes=args.dtypes, sizes=sizes, quick=args.quick,
                                      threads=args.threads, min_time=args.min_time, rounds=args.rounds,
                                      peers=args.peers, log=print)
-                if not _bench.measured(records):
-                    raise CLIError("nothing was measured: every peer was skipped (see the lines above)",
-                                   status=1)
+                check_measured(records)
                 doc = _bench.to_json(records)
             print(f"# {doc['date']} · {doc['cpu']} · {doc['cpus']} CPUs · Python {doc['python']} · "
                   f"numpy {doc['numpy']}")

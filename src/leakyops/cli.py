@@ -816,6 +816,15 @@ def check_memory(option: str, needed: int) -> None:
             raise CLIError(f"{option}: the largest case needs {_bytes(needed)} of arrays, more than {what}")
 
 
+def check_measured(records) -> None:
+    """A benchmark that timed nothing is no result (a table of '-'): status 1, one line, before
+    any table or file is written."""
+    from leakyops import _bench
+
+    if not _bench.measured(records):
+        raise CLIError("nothing was measured: every peer was skipped (see the lines above)", status=1)
+
+
 def _bytes(n: float) -> str:
     for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
@@ -850,8 +859,7 @@ def cmd_bench(args) -> int:
             progress=not args.no_progress,
             log=lambda line: print(line, file=sys.stderr),
         )
-        if not _bench.measured(records):  # a table of '-' is no result: nothing is written
-            raise CLIError("nothing was measured: every peer was skipped (see the lines above)", status=1)
+        check_measured(records)
         _out(_bench.format_table(records, _bench.tier()))
         _out(_bench.summary(records))
         if args.json:
