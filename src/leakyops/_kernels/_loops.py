@@ -20,7 +20,7 @@ from ._jit import AVX_BLEND as _AVX_BLEND
 from ._jit import _jit
 from ._rules import (_kahan_add, _load, _load64, _lrelu, _lrelu_grad, _narrow, _prelu_term,
                      _round_pair, _round_sum, _scalar, _start_partials, _sum_start, _term_of)
-from ._vector import (LANES, vadd_lane, viota, vlane, vload, vload_first, vselect, vset_lane,
+from ._vector import (LANES, vadd_lane, vhalf, viota, vlane, vload, vload_first, vselect, vset_lane,
                       vsplat, vstore, vstore_first)
 
 
@@ -192,12 +192,15 @@ def prelu_fwd_nd(x, out, w, woff, ws0, ws1, ws2, ge):
 # kinds, the rounded product for float64 data) and summed in an order written out here, never
 # left to the vectoriser, so that the bits depend on the shapes only, not on the CPU's vector
 # width nor the thread count. Along a row with one slope, element k goes to lane k % LANES of
-# a float64 ``Vec`` (vector loads and adds, ``_row_sum_c``; a strided row adds each term into
-# its lane the same way, ``_row_sum_strided``); the lanes of a stretch of ``_BLOCK`` elements
-# sum plainly (float64 data: compensated, as its terms are rounded), then they are added,
-# compensated and in lane order, into the row's (total, comp), and rows into ``acc``/``comp``,
-# float64 views broadcast like ``w`` whose sum is ``acc - comp``. A stretch's plain lanes hold
-# at most 256 exact terms each: their error is below 2**-45 of the terms' absolute sum.
+# a float64 ``Vec`` (vector loads and adds; a strided row adds each term into its lane the
+# same way, ``_row_sum_strided``). Lanes sum plainly (float64 data: compensated, as its terms
+# are rounded) for at most 256 exact terms each, whose error is below 2**-45 of the terms'
+# absolute sum, then are added compensated into a (sums, comps) pair of lanes. On C-contiguous
+# views (``prelu_bwd_c``) a channel's lanes run across its rows, in blocks of about
+# ``_BLOCK`` elements (``_rows_per_block``), and are added at the end as a tree
+# (``_channel_total``); on other views (``prelu_bwd_nd``) each row's stretches of ``_BLOCK``
+# elements are added in lane order into the row's (total, comp). Either way the totals go
+# into ``acc``/``comp``, float64 views broadcast like ``w`` whose sum is ``acc - comp``.
 
 _BLOCK = 2048  # elements of a stretch (a multiple of LANES)
 
@@ -439,93 +442,117 @@ def prelu_fwd_c_run(x, out, w, per_k, ge, axis):
     prelu_fwd_c(x, out, w, per_k, ge, axis, 0, x.shape[axis])
 
 
-def _row_into_lanes(g, x, gi, i, j, s, ge, lanes):
-    """Write ``gi`` over row (i, j) of C-contiguous 3-D views and add the row's terms into
-    channel j's compensated lanes ``lanes[j]`` (sums, comps), element k into lane k % LANES
-    (a row's last elements fill a part of one vector; the other lanes are left as they were).
-    Exact terms (float32 and half data) add plainly into a row accumulator, which is added
-    compensated into the lanes at the row's end and every ``_BLOCK`` elements; float64 data,
-    whose terms are rounded, adds each vector of terms compensated."""
+def _rows_into_lanes(g, x, gi, i0, i1, j, s, ge, lanes):
+    """Write ``gi`` over rows i0:i1 of channel j of C-contiguous 3-D views and add their
+    terms into channel j's compensated lanes ``lanes[j]`` (sums, comps), element k of each
+    row into lane k % LANES (a row's last elements fill a part of one vector; the other lanes
+    are left as they were). Exact terms (float32 and half data) add plainly into an
+    accumulator in registers, added compensated into the lanes at the end and every
+    ``_BLOCK`` elements of a long row; float64 data, whose terms are rounded, adds each vector
+    of terms compensated. The caller's blocks of rows keep a lane's plain sum to at most 256
+    terms (``_rows_per_block``)."""
 
 
-@overload(_row_into_lanes, inline="always", jit_options=NJIT_OPTIONS)
-def _ol_row_into_lanes(g, x, gi, i, j, s, ge, lanes):
+@overload(_rows_into_lanes, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_rows_into_lanes(g, x, gi, i0, i1, j, s, ge, lanes):
     if x.dtype == types.float64:
-        return _row_into_lanes_compensated
-    return _row_into_lanes_exact
+        return _rows_into_lanes_compensated
+    return _rows_into_lanes_exact
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _rows_per_block(n2):
+    """Rows of one channel a block takes: about ``_BLOCK`` elements, at least one row, so
+    that a lane gets at most 256 terms between two compensated additions (a row of n2 < LANES
+    elements gives one term to each of its lanes)."""
+    return 1 if n2 >= 256 else max(1, _BLOCK // max(n2, LANES))
 
 
 @njit(inline="always", **NJIT_OPTIONS)
 def _fold(lanes, j, acc):
-    """Add the row accumulator ``acc`` compensated into channel j's lanes (in memory: the
+    """Add the accumulator ``acc`` compensated into channel j's lanes (in memory: the
     row loop keeps only ``acc`` in registers)."""
     sums, comps = _kahan_add(vload(lanes, (j, 0, 0), LANES), vload(lanes, (j, 1, 0), LANES), acc)
     vstore(lanes, (j, 0, 0), sums)
     vstore(lanes, (j, 1, 0), comps)
 
 
-def _row_into_lanes_exact(g, x, gi, i, j, s, ge, lanes):
+def _rows_into_lanes_exact(g, x, gi, i0, i1, j, s, ge, lanes):
     n2 = x.shape[2]
     acc = vsplat(-0.0, LANES)  # (the identity: a sum of -0 terms stays -0)
-    k = 0
-    while k + LANES <= n2:
-        xs = vload(x, (i, j, k), LANES)
-        gs = vload(g, (i, j, k), LANES)
-        xv = _load(xs, gi)
-        gv = _load(gs, gi)
-        vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
-        acc = acc + _term_of(xs, gs, xv, gv, ge)
-        k += LANES
-        if k % _BLOCK == 0:
-            _fold(lanes, j, acc)
-            acc = vsplat(-0.0, LANES)
-    r = n2 - k
-    if r > 0:
-        xt = vload_first(x, (i, j, k), LANES, r)
-        gt = vload_first(g, (i, j, k), LANES, r)
-        xtv = _load(xt, gi)
-        gtv = _load(gt, gi)
-        vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), r)
-        acc = vselect(viota(LANES) < r, acc + _term_of(xt, gt, xtv, gtv, ge), acc)
+    for i in range(i0, i1):
+        k = 0
+        while k + LANES <= n2:
+            xs = vload(x, (i, j, k), LANES)
+            gs = vload(g, (i, j, k), LANES)
+            xv = _load(xs, gi)
+            gv = _load(gs, gi)
+            vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
+            acc = acc + _term_of(xs, gs, xv, gv, ge)
+            k += LANES
+            if k % _BLOCK == 0:
+                _fold(lanes, j, acc)
+                acc = vsplat(-0.0, LANES)
+        r = n2 - k
+        if r > 0:
+            xt = vload_first(x, (i, j, k), LANES, r)
+            gt = vload_first(g, (i, j, k), LANES, r)
+            xtv = _load(xt, gi)
+            gtv = _load(gt, gi)
+            vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), r)
+            acc = vselect(viota(LANES) < r, acc + _term_of(xt, gt, xtv, gtv, ge), acc)
     _fold(lanes, j, acc)
 
 
-def _row_into_lanes_compensated(g, x, gi, i, j, s, ge, lanes):
+def _rows_into_lanes_compensated(g, x, gi, i0, i1, j, s, ge, lanes):
     n2 = x.shape[2]
     sums = vload(lanes, (j, 0, 0), LANES)
     comps = vload(lanes, (j, 1, 0), LANES)
-    k = 0
-    while k + LANES <= n2:
-        xs = vload(x, (i, j, k), LANES)
-        gs = vload(g, (i, j, k), LANES)
-        xv = _load(xs, gi)
-        gv = _load(gs, gi)
-        vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
-        sums, comps = _kahan_add(sums, comps, _term_of(xs, gs, xv, gv, ge))
-        k += LANES
-    r = n2 - k
-    if r > 0:
-        xt = vload_first(x, (i, j, k), LANES, r)
-        gt = vload_first(g, (i, j, k), LANES, r)
-        xtv = _load(xt, gi)
-        gtv = _load(gt, gi)
-        vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), r)
-        s2, c2 = _kahan_add(sums, comps, _term_of(xt, gt, xtv, gtv, ge))
-        live = viota(LANES) < r
-        sums = vselect(live, s2, sums)
-        comps = vselect(live, c2, comps)
+    for i in range(i0, i1):
+        k = 0
+        while k + LANES <= n2:
+            xs = vload(x, (i, j, k), LANES)
+            gs = vload(g, (i, j, k), LANES)
+            xv = _load(xs, gi)
+            gv = _load(gs, gi)
+            vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
+            sums, comps = _kahan_add(sums, comps, _term_of(xs, gs, xv, gv, ge))
+            k += LANES
+        r = n2 - k
+        if r > 0:
+            xt = vload_first(x, (i, j, k), LANES, r)
+            gt = vload_first(g, (i, j, k), LANES, r)
+            xtv = _load(xt, gi)
+            gtv = _load(gt, gi)
+            vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), r)
+            s2, c2 = _kahan_add(sums, comps, _term_of(xt, gt, xtv, gtv, ge))
+            live = viota(LANES) < r
+            sums = vselect(live, s2, sums)
+            comps = vselect(live, c2, comps)
     vstore(lanes, (j, 0, 0), sums)
     vstore(lanes, (j, 1, 0), comps)
 
 
 @njit(inline="always", **NJIT_OPTIONS)
+def _halved(sums, comps):
+    """Compensated pairs (sums - comps, lane by lane) added half to half: lane m of the result
+    is lanes m and m + n/2 added compensated (their rounding error joins the comps)."""
+    return _kahan_add(vhalf(sums, False), vhalf(comps, False) + vhalf(comps, True),
+                      vhalf(sums, True))
+
+
+@njit(inline="always", **NJIT_OPTIONS)
 def _channel_total(lanes, j, ge):
-    """Channel j's lanes added compensated, in lane order: ``(total, comp)``."""
-    total, tcomp = _sum_start(ge), 0.0
-    for m in range(LANES):
-        total, tcomp = _kahan_add(total, tcomp, lanes[j, 0, m])
-        total, tcomp = _kahan_add(total, tcomp, -lanes[j, 1, m])
-    return total, tcomp
+    """Channel j's lanes added compensated, as a tree (lanes m and m + 8, then m and m + 4,
+    …: a fixed order, independent of the thread count), into ``(total, comp)``."""
+    s, c = _halved(vload(lanes, (j, 0, 0), LANES), vload(lanes, (j, 1, 0), LANES))
+    s, c = _halved(s, c)
+    s, c = _halved(s, c)
+    s, c = _halved(s, c)
+    return vlane(s, 0), vlane(c, 0)
+
+
+assert LANES == 16  # (_channel_total halves four times)
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -544,13 +571,14 @@ def prelu_bwd_c(g, x, gi, w, acc, comp, lanes, per_k, ge, axis, lo, hi):
     """Write ``gi`` over the range and add the weight gradient into (``acc``, ``comp``).
 
     Slope per row (``per_k`` False): the rows of channel j add into ``lanes[j]`` across all
-    rows, in order, and the lanes of the range's channels are added into ``acc``/``comp`` at
+    rows, in order (blocks of rows, ``_rows_per_block``, each block channel by channel), and
+    the lanes of the range's channels are added into ``acc``/``comp`` at
     the end. Channels last: each element into its weight element's pair, in memory order."""
     i0, i1, j0, j1 = _ranges(x.shape, axis, lo, hi)
     n2 = x.shape[2]
-    for i in range(i0, i1):
-        for j in range(j0, j1):
-            if per_k:  # channels last: every element has its own weight element
+    if per_k:  # channels last: every element has its own weight element
+        for i in range(i0, i1):
+            for j in range(j0, j1):
                 for k in range(n2):
                     xv = _load(x[i, j, k], gi)
                     gv = _load(g[i, j, k], gi)
@@ -560,9 +588,12 @@ def prelu_bwd_c(g, x, gi, w, acc, comp, lanes, per_k, ge, axis, lo, hi):
                     term = _prelu_term(_load64(x[i, j, k]), _load64(g[i, j, k]), ge)
                     a, c = acc[k], comp[k]
                     acc[k], comp[k] = _kahan_add(a, c, term)
-                continue
-            _row_into_lanes(g, x, gi, i, j, _load(w[j], gi), ge, lanes)
-    if not per_k:
+    else:  # blocks of rows, channel by channel in each: a channel's rows in order
+        rows = _rows_per_block(n2)
+        for b0 in range(i0, i1, rows):
+            b1 = min(b0 + rows, i1)
+            for j in range(j0, j1):
+                _rows_into_lanes(g, x, gi, b0, b1, j, _load(w[j], gi), ge, lanes)
         for j in range(j0, j1):
             total, tcomp = _channel_total(lanes, j, ge)
             a, c = acc[j], comp[j]
@@ -593,14 +624,23 @@ def _prelu_bwd_c_plan(shape, wsize, per_k, nthreads):
 
 
 @_jit
+def prelu_bwd_c_state(shape, wsize, per_k, ge, nthreads):
+    """``(axis, parts, shared, partials, lanes)``: the plan of ``prelu_bwd_c_run`` and its
+    sums at their start. A serial function of its own: inside a ``parallel=True`` function
+    numba would turn each ``np.zeros`` into a parallel loop, each a fan-out of the threads."""
+    axis, parts, shared = _prelu_bwd_c_plan(shape, wsize, per_k, nthreads)
+    partials = np.zeros((1 if shared else parts, 2, wsize))
+    _start_partials(partials, ge)
+    lanes = _start_lanes(1 if per_k else wsize, ge)  # (parts own disjoint channels)
+    return axis, parts, shared, partials, lanes
+
+
+@_jit
 def prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge):
     """The whole backward on C-contiguous views, on this thread: ``gi`` written, the weight
     gradient in ``acc``, rounded once to its storage kind (a float64 ``acc``: the unrounded
     sums). The threaded twin gives the same bits."""
-    axis, parts, shared = _prelu_bwd_c_plan(x.shape, w.shape[0], per_k, 1)
-    partials = np.zeros((1 if shared else parts, 2, w.shape[0]))
-    _start_partials(partials, ge)
-    lanes = _start_lanes(1 if per_k else w.shape[0], ge)
+    axis, parts, shared, partials, lanes = prelu_bwd_c_state(x.shape, w.shape[0], per_k, ge, 1)
     n = x.shape[axis]
     for u in range(parts):
         lo, hi = _part(n, parts, u)

@@ -9,15 +9,13 @@ on the thread count, so results are the same bits for any number of threads.
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit, prange
 
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
-from ._loops import (_part, _prelu_bwd_c_plan, _start_lanes, combine_partials, copy_row, lrelu_bwd_nd,
-                     lrelu_bwd_row, lrelu_fwd_nd, lrelu_fwd_nd_inplace, lrelu_fwd_row,
-                     lrelu_fwd_row_inplace, prelu_bwd_c, prelu_bwd_nd, prelu_fwd_c, prelu_fwd_nd)
-from ._rules import _start_partials
+from ._loops import (_part, combine_partials, copy_row, lrelu_bwd_nd, lrelu_bwd_row, lrelu_fwd_nd,
+                     lrelu_fwd_nd_inplace, lrelu_fwd_row, lrelu_fwd_row_inplace, prelu_bwd_c,
+                     prelu_bwd_c_state, prelu_bwd_nd, prelu_fwd_c, prelu_fwd_nd)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -158,10 +156,8 @@ def prelu_fwd_c_run_par(x, out, w, per_k, ge, axis, nthreads):
 
 @_jit(parallel=True)
 def prelu_bwd_c_run_par(g, x, gi, w, acc, per_k, ge, nthreads):
-    axis, parts, shared = _prelu_bwd_c_plan(x.shape, w.shape[0], per_k, nthreads)
-    partials = np.zeros((1 if shared else parts, 2, w.shape[0]))
-    _start_partials(partials, ge)
-    lanes = _start_lanes(1 if per_k else w.shape[0], ge)  # (parts own disjoint channels)
+    axis, parts, shared, partials, lanes = prelu_bwd_c_state(x.shape, w.shape[0], per_k, ge,
+                                                             nthreads)
     n = x.shape[axis]
     for u in prange(parts):
         lo, hi = _part(n, parts, u)

@@ -27,10 +27,10 @@ from numba.core.datamodel import models
 from numba.extending import intrinsic, overload, register_model
 
 __all__ = ["Vec", "LANES", "vload", "vstore", "vsplat", "vlane", "vadd_lane", "vset_lane",
-           "vconvert", "vbitcast", "vshift", "vselect", "vabs", "viota", "vload_first", "vstore_first"]
+           "vhalf", "vconvert", "vbitcast", "vshift", "vselect", "vabs", "viota", "vload_first", "vstore_first"]
 
 #: The lanes of every fixed-order sum (element k of a row goes to lane k % LANES).
-LANES = 8
+LANES = 16
 
 _I32 = ir.IntType(32)
 
@@ -238,6 +238,23 @@ def vset_lane(typingctx, v, m, x):
                                                             v.dtype), lane)
 
     return v(v, m, x), codegen
+
+
+@intrinsic
+def vhalf(typingctx, v, upper):
+    """The lower (``upper`` False) or upper half of ``v``'s lanes, a ``Vec`` of half as many
+    (``upper`` a literal bool; ``v`` an even number of lanes)."""
+    if not (isinstance(v, Vec) and v.n % 2 == 0 and isinstance(upper, types.BooleanLiteral)):
+        return None
+    rt = Vec(v.dtype, v.n // 2)
+    first = rt.n if upper.literal_value else 0
+
+    def codegen(context, builder, sig, args):
+        pick = ir.Constant(ir.VectorType(_I32, rt.n), [ir.Constant(_I32, first + m)
+                                                       for m in range(rt.n)])
+        return builder.shuffle_vector(args[0], ir.Constant(args[0].type, ir.Undefined), pick)
+
+    return rt(v, upper), codegen
 
 
 @intrinsic
