@@ -11,7 +11,10 @@ The kernels take one path per (operator, dtype), decided here once (:func:`kerne
 
 - float16 converts to and from float32 with F16C (``vcvtph2ps``/``vcvtps2ph``, through LLVM's
   ``half``) where the target has it, else with exact software conversions;
-- bfloat16 widens by a shift and rounds to nearest even in 32-bit integers (portable);
+- bfloat16 widens by a shift; it rounds to nearest even with AVX512-BF16's ``vcvtneps2bf16``
+  (through LLVM's ``bfloat``) where the target has it, a vector at a time, and in 32-bit
+  integers where a vector holds a float32 subnormal, which the instruction flushes to zero;
+  elsewhere in 32-bit integers (portable);
 - ``prelu_backward``'s weight gradient sums its terms in 16 float64 lanes of an explicit LLVM
   vector, in a written-out order (portable: the same bits on every CPU).
 
@@ -22,8 +25,8 @@ The kernels take one path per (operator, dtype), decided here once (:func:`kerne
 
 The paths give the same bits; they differ in speed. ``LEAKYOPS_MAX_CPU_ISA`` caps them, as
 ``ONEDNN_MAX_CPU_ISA`` caps oneDNN: ``portable`` takes the portable path everywhere (the tests
-force it too), ``avx`` allows the AVX blends, ``f16c`` F16C as well (the default where the
-target has them). A cap the target cannot run (``f16c`` without F16C) is an error naming the
+force it too), ``avx`` allows the AVX blends, ``f16c`` F16C as well, ``avx512bf16`` the
+bfloat16 instruction too (no cap: every path the target has). A cap the target cannot run (``f16c`` without F16C) is an error naming the
 missing feature. The older ``LEAKYOPS_SOFT_HALF=1`` still forces the software float16
 conversions.
 
@@ -37,13 +40,14 @@ import functools
 import os
 
 __all__ = ["host_features", "host_name", "target", "target_features", "CAP_ENV", "cap", "LEVELS",
-           "soft_half", "avx_blend", "kernel_paths", "runtime_info"]
+           "soft_half", "avx_blend", "bf16_convert", "kernel_paths", "runtime_info"]
 
 #: The environment variable that caps the instruction sets the kernels use.
 CAP_ENV = "LEAKYOPS_MAX_CPU_ISA"
 
 #: The levels of ``LEAKYOPS_MAX_CPU_ISA``, lowest first, with the target features each needs.
-LEVELS = {"portable": frozenset(), "avx": frozenset({"avx"}), "f16c": frozenset({"avx", "f16c"})}
+LEVELS = {"portable": frozenset(), "avx": frozenset({"avx"}), "f16c": frozenset({"avx", "f16c"}),
+          "avx512bf16": frozenset({"avx", "f16c", "avx512f", "avx512vl", "avx512dq", "avx512bf16"})}
 
 
 @functools.lru_cache(maxsize=None)
@@ -172,6 +176,17 @@ def avx_blend() -> bool:
     return "avx" in have and "avx512f" not in have
 
 
+def bf16_convert() -> bool:
+    """Whether float32 rounds to bfloat16 with AVX512-BF16's ``vcvtneps2bf16``: the target and
+    the host both have AVX512-BF16, -VL and -DQ (``vfpclassps`` finds the subnormals; the
+    kernels run here: a target feature the host lacks would be an illegal instruction) and no
+    cap below ``avx512bf16``."""
+    if cap() not in (None, "avx512bf16"):
+        return False
+    need = {"avx512f", "avx512vl", "avx512dq", "avx512bf16"}
+    return need <= (target_features() or frozenset()) and need <= host_features()
+
+
 _OPERATORS = ("leaky_relu", "leaky_relu_", "leaky_relu_backward", "prelu", "prelu_backward")
 _DTYPES = ("float16", "bfloat16", "float32", "float64")
 
@@ -180,7 +195,9 @@ def kernel_paths() -> dict[str, dict[str, str]]:
     """The path each operator takes for each dtype, in words: ``{operator: {dtype: path}}``."""
     conversions = {
         "float16": "software float16 conversions" if soft_half() else "F16C conversions",
-        "bfloat16": "bfloat16 by integer rounding",
+        "bfloat16": ("bfloat16 rounded by vcvtneps2bf16 (explicit vectors; integer rounding "
+                     "for a vector with a float32 subnormal)") if bf16_convert()
+        else "bfloat16 by integer rounding",
         "float32": "float32",
         "float64": "float64",
     }

@@ -56,10 +56,39 @@ def test_float16_path_follows_numbas_target_and_the_caps(env, soft):
     assert all(word in info["paths"][op]["float16"] for op in info["paths"])
 
 
+_BF16_PROBE = ("import json, leakyops; from leakyops import _cpu; "
+               "print(json.dumps({'hw': _cpu.bf16_convert(), 'paths': _cpu.kernel_paths()}))")
+_BF16_HOST = {"avx512f", "avx512vl", "avx512dq", "avx512bf16"} <= _cpu.host_features()
+
+
+@pytest.mark.parametrize("env,hw", [
+    ({}, _BF16_HOST),                                                   # the host
+    ({"LEAKYOPS_MAX_CPU_ISA": "avx512bf16"}, True),
+    ({"LEAKYOPS_MAX_CPU_ISA": "f16c"}, False),
+    ({"LEAKYOPS_MAX_CPU_ISA": "portable"}, False),
+    ({"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": ""}, False),   # the AVX2 tier
+    ({"NUMBA_CPU_FEATURES": "-avx512bf16"}, False),
+], ids=str)
+def test_bfloat16_path_follows_the_target_the_host_and_the_caps(env, hw):
+    """The instruction where the target and the host both have AVX512-BF16 (with -VL, -DQ)
+    and no cap is below it; the integer rounding elsewhere."""
+    if hw and not _BF16_HOST:
+        pytest.skip("this CPU has no AVX512-BF16 with -VL and -DQ")
+    r = _child(env, _BF16_PROBE)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["hw"] is hw
+    word = "vcvtneps2bf16" if hw else "bfloat16 by integer rounding"
+    assert all(word in info["paths"][op]["bfloat16"] for op in info["paths"])
+
+
 @pytest.mark.parametrize("env,message", [
     ({"LEAKYOPS_MAX_CPU_ISA": "avx9000"}, "LEAKYOPS_MAX_CPU_ISA='avx9000': not one of portable, avx, f16c"),
     ({"LEAKYOPS_MAX_CPU_ISA": "f16c", "NUMBA_CPU_NAME": "sandybridge", "NUMBA_CPU_FEATURES": ""},
      "LEAKYOPS_MAX_CPU_ISA=f16c: the CPU the kernels are compiled for has no F16C"),
+    ({"LEAKYOPS_MAX_CPU_ISA": "avx512bf16", "NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": ""},
+     "LEAKYOPS_MAX_CPU_ISA=avx512bf16: the CPU the kernels are compiled for has no AVX512BF16, "
+     "AVX512DQ, AVX512F, AVX512VL"),
 ])
 def test_a_cap_the_cpu_cannot_run_is_a_clear_error(env, message):
     r = _child(env, "import leakyops")

@@ -19,12 +19,14 @@ from numba import njit, typeof, types
 from .. import _cpu
 from .._config import NJIT_OPTIONS, cache_enabled
 
-__all__ = ["_jit", "entry_point", "SOFT_HALF", "AVX_BLEND"]
+__all__ = ["_jit", "entry_point", "SOFT_HALF", "AVX_BLEND", "BF16_CVT"]
 
 #: Whether float16 is converted in software (no F16C on the CPU numba compiles for).
 SOFT_HALF = _cpu.soft_half()
 #: Whether vector selects are AVX blends (opaque to LLVM's masked-store folding).
 AVX_BLEND = _cpu.avx_blend()
+#: Whether float32 rounds to bfloat16 with AVX512-BF16's ``vcvtneps2bf16`` (explicit vectors).
+BF16_CVT = _cpu.bf16_convert()
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
@@ -37,7 +39,8 @@ def _package_stamp() -> tuple:
     for path in files:
         st = os.stat(path)
         stamp.append((path.name, st.st_mtime, st.st_size))
-    return (tuple(stamp), ("soft_half", SOFT_HALF), ("avx_blend", AVX_BLEND))
+    return (tuple(stamp), ("soft_half", SOFT_HALF), ("avx_blend", AVX_BLEND),
+            ("bf16_cvt", BF16_CVT))
 
 
 class _PackageStampedLocator:

@@ -17,6 +17,7 @@ from numba.extending import intrinsic, overload
 
 from .._config import NJIT_OPTIONS
 from ._jit import AVX_BLEND as _AVX_BLEND
+from ._jit import BF16_CVT as _BF16_CVT
 from ._jit import _jit
 from ._rules import (_kahan_add, _load, _load64, _lrelu, _lrelu_grad, _narrow, _prelu_term,
                      _round_pair, _round_sum, _scalar, _start_partials, _sum_start, _term_of)
@@ -47,13 +48,56 @@ def _unit_stride(a):
 # leaky_relu forward: y = x if keep(x) else x * s
 
 
+def _bf16_vectors(ge, out, *arrays) -> bool:
+    """Whether a loop takes the explicit bfloat16 vectors (AVX512-BF16's rounding, see
+    ``_vector.round_bf16_hw``): the target has the instruction, every array is bfloat16 and
+    contiguous along its last axis, and the rule is the comparison flag (a oneDNN rule keeps
+    the portable loop)."""
+    return (_BF16_CVT and isinstance(ge, types.Boolean)
+            and all(a.dtype == types.int16 and a.layout == "C" for a in (out, *arrays)))
+
+
 @_jit(_nrt=False)
 def lrelu_fwd_row(x, out, s, ge):
-    sc = _scalar(s, out)
+    _fwd_row(x, out, _scalar(s, out), ge)
+
+
+def _fwd_row(x, out, sc, ge):
+    """The forward loop for one row: explicit bfloat16 vectors, or the portable loop."""
+
+
+@overload(_fwd_row, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_fwd_row(x, out, sc, ge):
+    if _bf16_vectors(ge, out, x):
+        return lambda x, out, sc, ge: _fwd_row3(x.reshape((1, 1, x.shape[0])),
+                                                out.reshape((1, 1, out.shape[0])), 0, 0, sc, ge)
+    return _fwd_row_portable
+
+
+def _fwd_row_portable(x, out, sc, ge):
     for k in range(x.shape[0]):
         v = _load(x[k], out)
         r = _lrelu(v, sc, ge)
         out[k] = _narrow(r, out)
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _fwd_row3(x, out, i, j, sc, ge):
+    """Row (i, j) of C-contiguous 3-D views, forward with the slope ``sc``, in explicit
+    vectors: two a step, then the last elements in one masked vector."""
+    n = x.shape[2]
+    k = 0
+    while k + 2 * LANES <= n:
+        a = _lrelu(_load(vload(x, (i, j, k), LANES), out), sc, ge)
+        b = _lrelu(_load(vload(x, (i, j, k + LANES), LANES), out), sc, ge)
+        vstore(out, (i, j, k), _narrow(a, out))
+        vstore(out, (i, j, k + LANES), _narrow(b, out))
+        k += 2 * LANES
+    while k < n:
+        m = min(n - k, LANES)
+        v = _lrelu(_load(vload_first(x, (i, j, k), LANES, m), out), sc, ge)
+        vstore_first(out, (i, j, k), _narrow(v, out), m)
+        k += m
 
 
 @_jit(_nrt=False)
@@ -84,6 +128,8 @@ def _inplace_row(x, sc, ge):
 
 @overload(_inplace_row, inline="always", jit_options=NJIT_OPTIONS)
 def _ol_inplace_row(x, sc, ge):
+    if _bf16_vectors(ge, x):
+        return _inplace_row_vectors
     if _AVX_BLEND and x.layout == "C" and x.dtype in (types.float32, types.float64):
         # A kept element stores back what was loaded, so LLVM stores only the others, with
         # masked stores (vmaskmovps), several times slower than plain ones on AMD's Zen; full
@@ -132,12 +178,45 @@ def lrelu_fwd_nd_inplace(x, s, ge):
 
 @_jit(_nrt=False)
 def lrelu_bwd_row(g, t, out, s, ge):
-    sc = _scalar(s, out)
+    _bwd_row(g, t, out, _scalar(s, out), ge)
+
+
+def _bwd_row(g, t, out, sc, ge):
+    """The backward loop for one row: explicit bfloat16 vectors, or the portable loop."""
+
+
+@overload(_bwd_row, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_bwd_row(g, t, out, sc, ge):
+    if _bf16_vectors(ge, out, g, t):
+        return _bwd_row_vectors
+    return _bwd_row_portable
+
+
+def _bwd_row_portable(g, t, out, sc, ge):
     for k in range(t.shape[0]):
         gv = _load(g[k], out)
         tv = _load(t[k], out)
         r = _lrelu_grad(gv, tv, sc, ge)
         out[k] = _narrow(r, out)
+
+
+def _bwd_row_vectors(g, t, out, sc, ge):
+    n = t.shape[0]
+    k = 0
+    while k + 2 * LANES <= n:
+        a = _lrelu_grad(_load(vload(g, (k,), LANES), out), _load(vload(t, (k,), LANES), out),
+                        sc, ge)
+        b = _lrelu_grad(_load(vload(g, (k + LANES,), LANES), out),
+                        _load(vload(t, (k + LANES,), LANES), out), sc, ge)
+        vstore(out, (k,), _narrow(a, out))
+        vstore(out, (k + LANES,), _narrow(b, out))
+        k += 2 * LANES
+    while k < n:
+        m = min(n - k, LANES)
+        v = _lrelu_grad(_load(vload_first(g, (k,), LANES, m), out),
+                        _load(vload_first(t, (k,), LANES, m), out), sc, ge)
+        vstore_first(out, (k,), _narrow(v, out), m)
+        k += m
 
 
 @_jit(_nrt=False)
@@ -424,17 +503,55 @@ def prelu_fwd_c(x, out, w, per_k, ge, axis, lo, hi):
     for i in range(i0, i1):
         for j in range(j0, j1):
             if per_k:
-                for k in range(x.shape[2]):
-                    v = _load(x[i, j, k], out)
-                    wv = _load(w[k], out)
-                    r = _lrelu(v, wv, ge)
-                    out[i, j, k] = _narrow(r, out)
+                _prelu_row3(x, out, w, i, j, ge)
             else:
-                s = _load(w[j], out)
-                for k in range(x.shape[2]):
-                    v = _load(x[i, j, k], out)
-                    r = _lrelu(v, s, ge)
-                    out[i, j, k] = _narrow(r, out)
+                _slope_row3(x, out, i, j, _load(w[j], out), ge)
+
+
+def _slope_row3(x, out, i, j, s, ge):
+    """Row (i, j) of C-contiguous 3-D views with one slope: explicit bfloat16 vectors, or the
+    portable loop."""
+
+
+@overload(_slope_row3, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_slope_row3(x, out, i, j, s, ge):
+    if _bf16_vectors(ge, out, x):
+        return lambda x, out, i, j, s, ge: _fwd_row3(x, out, i, j, s, ge)
+
+    def portable(x, out, i, j, s, ge):
+        for k in range(x.shape[2]):
+            v = _load(x[i, j, k], out)
+            r = _lrelu(v, s, ge)
+            out[i, j, k] = _narrow(r, out)
+    return portable
+
+
+def _prelu_row3(x, out, w, i, j, ge):
+    """Row (i, j) of C-contiguous 3-D views, channels last (element k's slope ``w[k]``):
+    explicit bfloat16 vectors, or the portable loop."""
+
+
+@overload(_prelu_row3, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_prelu_row3(x, out, w, i, j, ge):
+    if _bf16_vectors(ge, out, x, w):
+        def vectors(x, out, w, i, j, ge):
+            n = x.shape[2]
+            k = 0
+            while k < n:
+                m = min(n - k, LANES)
+                v = _lrelu(_load(vload_first(x, (i, j, k), LANES, m), out),
+                           _load(vload_first(w, (k,), LANES, m), out), ge)
+                vstore_first(out, (i, j, k), _narrow(v, out), m)
+                k += m
+        return vectors
+
+    def portable(x, out, w, i, j, ge):
+        for k in range(x.shape[2]):
+            v = _load(x[i, j, k], out)
+            wv = _load(w[k], out)
+            r = _lrelu(v, wv, ge)
+            out[i, j, k] = _narrow(r, out)
+    return portable
 
 
 @_jit(_nrt=False)

@@ -16,9 +16,10 @@ from numba.extending import intrinsic, overload, typeof_impl
 
 from .._config import NJIT_OPTIONS
 from ._jit import AVX_BLEND as _AVX_BLEND
+from ._jit import BF16_CVT as _BF16_CVT
 from ._jit import SOFT_HALF as _SOFT_HALF
-from ._vector import (LANES, Vec, _is_mask, _operand, blend_avx, blends_avx, vbitcast, vconvert,
-                      vlane, vset_lane)
+from ._vector import (LANES, Vec, _is_mask, _operand, blend_avx, blends_avx, round_bf16_hw,
+                      vbitcast, vconvert, vlane, vset_lane)
 
 
 VIEW_DTYPES = {"float16": np.dtype(np.uint16), "bfloat16": np.dtype(np.int16),
@@ -153,7 +154,8 @@ def _bf2f(typingctx, bits):
 
 @intrinsic
 def _f2bf(typingctx, value):
-    """Round float32 to bfloat16 bits (as int16), to nearest with ties to even.
+    """Round float32 to bfloat16 bits (as int16), to nearest with ties to even; a ``Vec``
+    with AVX512-BF16's instruction where the target has it (``_vector.round_bf16_hw``).
 
     Written in 32-bit LLVM integer operations (numba would widen them to 64 bits, which
     halves the vector width of the loops that use it).
@@ -166,14 +168,21 @@ def _f2bf(typingctx, value):
         return None
 
     def codegen(context, builder, signature, args):
-        i32 = ir.VectorType(ir.IntType(32), n) if n else ir.IntType(32)
-        u = builder.bitcast(args[0], i32)
-        hi = builder.lshr(u, _const(builder, i32, 16))
-        bias = builder.add(builder.and_(hi, _const(builder, i32, 1)), _const(builder, i32, 0x7FFF))
-        rounded = builder.lshr(builder.add(u, bias), _const(builder, i32, 16))
-        quiet = builder.or_(hi, _const(builder, i32, 0x40))
-        is_nan = builder.fcmp_unordered("uno", args[0], args[0])
-        return builder.trunc(builder.select(is_nan, quiet, rounded), context.get_value_type(rt))
+        def exact(builder):
+            i32 = ir.VectorType(ir.IntType(32), n) if n else ir.IntType(32)
+            u = builder.bitcast(args[0], i32)
+            hi = builder.lshr(u, _const(builder, i32, 16))
+            bias = builder.add(builder.and_(hi, _const(builder, i32, 1)),
+                               _const(builder, i32, 0x7FFF))
+            rounded = builder.lshr(builder.add(u, bias), _const(builder, i32, 16))
+            quiet = builder.or_(hi, _const(builder, i32, 0x40))
+            is_nan = builder.fcmp_unordered("uno", args[0], args[0])
+            return builder.trunc(builder.select(is_nan, quiet, rounded),
+                                 context.get_value_type(rt))
+
+        if n and _BF16_CVT:
+            return round_bf16_hw(builder, args[0], exact)
+        return exact(builder)
 
     return rt(value), codegen
 

@@ -463,6 +463,57 @@ def blend_avx(context, builder, cond, a, b):
     return parts[0]
 
 
+class _BFloat(ir.Type):
+    """LLVM's ``bfloat`` (llvmlite's IR builder has no such type)."""
+
+    def _to_string(self):
+        return "bfloat"
+
+    def __eq__(self, other):
+        return isinstance(other, _BFloat)
+
+    def __hash__(self):
+        return hash("bfloat")
+
+
+_FC_SUBNORMAL = 0x10 | 0x80  # llvm.is.fpclass: negative and positive subnormals
+_VFPCLASS_DENORMAL = 0x20  # vfpclassps: a denormal (either sign)
+
+
+def round_bf16_hw(builder, value, exact):
+    """float32 lanes ``value`` rounded to bfloat16 bits (``<N x i16>``) with AVX512-BF16's
+    ``vcvtneps2bf16`` (LLVM's ``fptrunc`` to ``bfloat``, which LLVM lowers to it where the
+    target has the feature; elsewhere it would be a library call per lane that numba's JIT
+    does not resolve: the caller checks the feature, ``_cpu.bf16_convert``).
+
+    The instruction rounds to nearest even and quiets NaN as the integer rounding does, but
+    takes a float32 subnormal for zero (its bfloat16 result is subnormal too, or the smallest
+    normal): a vector with such a lane takes ``exact(builder)`` instead, the integer rounding,
+    in a branch of its own (one compare and a test per vector on the common path). Checked
+    for every one of the 2**32 float32 values: the same bits as the integer rounding."""
+    n = value.type.count
+    i16 = ir.VectorType(ir.IntType(16), n)
+    fast = builder.bitcast(builder.fptrunc(value, ir.VectorType(_BFloat(), n)), i16)
+    mask = ir.VectorType(ir.IntType(1), n)
+    if n in (8, 16):  # AVX512-DQ's vfpclassps (LLVM's llvm.is.fpclass becomes three integer ops)
+        name, test = f"llvm.x86.avx512.fpclass.ps.{32 * n}", _VFPCLASS_DENORMAL
+    else:
+        name, test = f"llvm.is.fpclass.v{n}f32", _FC_SUBNORMAL
+    fpclass = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(mask, [value.type, ir.IntType(32)]), name)
+    subnormal = builder.call(fpclass, [value, ir.Constant(ir.IntType(32), test)])
+    lanes = builder.bitcast(subnormal, ir.IntType(n))
+    any_subnormal = builder.icmp_unsigned("!=", lanes, ir.Constant(ir.IntType(n), 0))
+    start = builder.block
+    with cgutils.if_unlikely(builder, any_subnormal):
+        slow = exact(builder)
+        slow_end = builder.block
+    result = builder.phi(i16)
+    result.add_incoming(fast, start)
+    result.add_incoming(slow, slow_end)
+    return result
+
+
 def blends_avx(vec: Vec) -> bool:
     """Whether :func:`blend_avx` can blend ``vec`` (float lanes, a multiple of 256 bits)."""
     return isinstance(vec.dtype, types.Float) and (vec.n * vec.dtype.bitwidth) % 256 == 0

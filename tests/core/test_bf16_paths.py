@@ -1,0 +1,181 @@
+"""bfloat16 rounded by AVX512-BF16's ``vcvtneps2bf16`` (issue 28, Decision 2) gives the bits of
+the portable integer rounding, the payloads of NaN included, on every operator.
+
+The instruction flushes float32 subnormals to zero; the kernels take the integer rounding for
+a vector that holds one (``_vector.round_bf16_hw``). The data here put subnormal results in
+some lanes of a vector and normal ones in the others, results that round up from the largest
+subnormal to the smallest normal, ties, overflow, infinities and NaN with payloads. Every
+result is compared bit for bit with the reference (``leakyops._reference``, float64 rounded
+once) and with the same call in a child process capped at ``LEAKYOPS_MAX_CPU_ISA=f16c``
+(the integer rounding). On a CPU without the instruction both are the portable path, and the
+tests that need the instruction say so when they skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import leakyops
+from leakyops import _cpu
+from refs import (BF16, assert_same, bits, ref_leaky_relu, ref_leaky_relu_backward, ref_prelu,
+                  ref_prelu_backward)
+
+HW = _cpu.bf16_convert()
+needs_hw = pytest.mark.skipif(not HW, reason="this CPU (or numba's target, or the cap) has no "
+                                             "AVX512-BF16 with -VL and -DQ")
+
+#: Slopes whose products put normal inputs into the subnormal range and back (2**-120 times a
+#: value near 2**-10 is subnormal), plus ordinary ones and a slope that overflows.
+SLOPES = (0.01, -0.37, 2.0 ** -120, 3.0 * 2.0 ** -125, 1.5, 2.0 ** 100, -(2.0 ** -126))
+
+
+def _all_bf16(seed: int) -> np.ndarray:
+    """Every bfloat16 bit pattern once, shuffled (so that vectors mix subnormal and normal
+    lanes), as a bfloat16 array."""
+    rng = np.random.default_rng(seed)
+    return rng.permutation(np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)).view(BF16)
+
+
+def _cases() -> dict[str, np.ndarray]:
+    """Every operator whose result is rounded to bfloat16, on all bit patterns and slopes."""
+    x = _all_bf16(1)
+    g = _all_bf16(2)
+    out = {}
+    for n, s in enumerate(SLOPES):
+        out[f"leaky_relu {n}"] = leakyops.leaky_relu(x, s)
+        y = x.copy()
+        leakyops.leaky_relu_(y, s)
+        out[f"leaky_relu_ {n}"] = y
+        out[f"leaky_relu_backward {n}"] = leakyops.leaky_relu_backward(g, x, s)
+    w = np.array(SLOPES, np.float64).astype(BF16)
+    c = w.size
+    xs = x[: (x.size // c) * c]
+    gs = g[: xs.size]
+    rows = xs.reshape(2, c, -1)
+    out["prelu rows"] = leakyops.prelu(rows, w)
+    out["prelu channels last"] = leakyops.prelu(xs.reshape(-1, c), w, axis=1)
+    out["prelu_backward grad_input"] = leakyops.prelu_backward(gs.reshape(rows.shape), rows, w)[0]
+    return out
+
+
+def _expected() -> dict[str, np.ndarray]:
+    x = _all_bf16(1)
+    g = _all_bf16(2)
+    out = {}
+    for n, s in enumerate(SLOPES):
+        out[f"leaky_relu {n}"] = ref_leaky_relu(x, s)
+        out[f"leaky_relu_ {n}"] = ref_leaky_relu(x, s)
+        out[f"leaky_relu_backward {n}"] = ref_leaky_relu_backward(g, x, s)
+    w = np.array(SLOPES, np.float64).astype(BF16)
+    c = w.size
+    xs = x[: (x.size // c) * c]
+    gs = g[: xs.size]
+    rows = xs.reshape(2, c, -1)
+    out["prelu rows"] = ref_prelu(rows, w.reshape(1, c, 1))
+    out["prelu channels last"] = ref_prelu(xs.reshape(-1, c), w.reshape(1, c))
+    out["prelu_backward grad_input"] = ref_prelu_backward(gs.reshape(rows.shape), rows,
+                                                          w.reshape(1, c, 1))[0]
+    return out
+
+
+def test_every_bfloat16_input_gives_the_reference_bits():
+    """All 65,536 inputs, seven slopes, five operators: the reference's bits (any NaN for
+    NaN). On this CPU the kernels take the path ``kernel_paths`` names."""
+    got, want = _cases(), _expected()
+    assert got.keys() == want.keys()
+    for name in got:
+        try:
+            assert_same(got[name], want[name])
+        except AssertionError as e:
+            raise AssertionError(f"{name}: {e}") from None
+    word = "vcvtneps2bf16" if HW else "integer rounding"
+    assert all(word in p["bfloat16"] for p in _cpu.kernel_paths().values())
+
+
+_CHILD = textwrap.dedent("""
+    import json, sys
+    sys.path[:0] = [{tests!r}, {here!r}]
+    from leakyops import _cpu
+    import test_bf16_paths as t
+    print(json.dumps({{"hw": _cpu.bf16_convert(),
+                       "bits": {{k: t.bits(v).tobytes().hex() for k, v in t._cases().items()}}}}))
+""")
+
+
+@needs_hw
+def test_the_instruction_and_the_integer_rounding_give_the_same_bits():
+    """The same calls in a child capped below the instruction (``LEAKYOPS_MAX_CPU_ISA=f16c``:
+    the integer rounding): the same bits, NaN payloads included."""
+    env = dict(os.environ, LEAKYOPS_MAX_CPU_ISA="f16c")
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = _CHILD.format(tests=os.path.dirname(here), here=here)
+    r = subprocess.run([sys.executable, "-c", code], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    child = json.loads(r.stdout)
+    assert child["hw"] is False
+    here = _cases()
+    assert here.keys() == child["bits"].keys()
+    for name, value in here.items():
+        assert bits(value).tobytes().hex() == child["bits"][name], name
+
+
+def _rounding_kernel():
+    """An njit function that rounds float32 lanes to bfloat16 with the kernels' own vector
+    rounding (``_rules._f2bf`` on a ``Vec``: the instruction where the CPU has it)."""
+    from numba import njit
+
+    from leakyops._kernels._rules import _f2bf
+    from leakyops._kernels._vector import LANES, vload, vstore
+
+    @njit
+    def round_all(src, dst):
+        for k in range(0, src.shape[0], LANES):
+            vstore(dst, (k,), _f2bf(vload(src, (k,), LANES)))
+
+    return round_all
+
+
+def _integer_rounding(u: np.ndarray) -> np.ndarray:
+    """float32 bits to bfloat16 bits, to nearest even; NaN quiet with its top payload."""
+    hi = u >> np.uint32(16)
+    rounded = (u + np.uint32(0x7FFF) + (hi & np.uint32(1))) >> np.uint32(16)
+    nan = (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    return np.where(nan, hi | np.uint32(0x40), rounded).astype(np.uint16)
+
+
+def _check_range(round_all, u: np.ndarray) -> None:
+    got = np.empty(u.size, np.int16)
+    round_all(u.view(np.float32), got)
+    want = _integer_rounding(u)
+    bad = np.nonzero(got.view(np.uint16) != want)[0]
+    assert bad.size == 0, [(hex(u[i]), hex(got.view(np.uint16)[i]), hex(want[i]))
+                           for i in bad[:5]]
+
+
+@needs_hw
+def test_the_vector_rounding_on_every_upper_half():
+    """Every float32 upper half with the lower halves that decide the rounding (0, just below
+    and above a tie, the tie, all ones): 327,680 values, shuffled."""
+    uppers = np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)
+    lows = np.array([0x0000, 0x0001, 0x7FFF, 0x8000, 0xFFFF], np.uint32)
+    u = (uppers[:, None] | lows[None, :]).ravel()
+    u = np.random.default_rng(3).permutation(u)
+    _check_range(_rounding_kernel(), u)
+
+
+@pytest.mark.slow
+@needs_hw
+def test_the_vector_rounding_on_every_float32():
+    """All 2**32 float32 values, in order, 2**26 at a time."""
+    round_all = _rounding_kernel()
+    step = 1 << 26
+    for start in range(0, 1 << 32, step):
+        _check_range(round_all, np.arange(start, start + step, dtype=np.uint64).astype(np.uint32))
