@@ -57,6 +57,11 @@ def _bf16_vectors(ge, out, *arrays) -> bool:
             and all(a.dtype == types.int16 and a.layout == "C" for a in (out, *arrays)))
 
 
+#: Lanes of the explicit bfloat16 loops: a 512-bit vector of bfloat16, two of float32 (one
+#: ``vcvtne2ps2bf16`` rounds both, one store writes them).
+BF_LANES = 2 * LANES
+
+
 @_jit(_nrt=False)
 def lrelu_fwd_row(x, out, s, ge):
     _fwd_row(x, out, _scalar(s, out), ge)
@@ -84,20 +89,17 @@ def _fwd_row_portable(x, out, sc, ge):
 @njit(inline="always", **NJIT_OPTIONS)
 def _fwd_row3(x, out, i, j, sc, ge):
     """Row (i, j) of C-contiguous 3-D views, forward with the slope ``sc``, in explicit
-    vectors: two a step, then the last elements in one masked vector."""
+    vectors of ``BF_LANES``, the last elements in one masked vector."""
     n = x.shape[2]
     k = 0
-    while k + 2 * LANES <= n:
-        a = _lrelu(_load(vload(x, (i, j, k), LANES), out), sc, ge)
-        b = _lrelu(_load(vload(x, (i, j, k + LANES), LANES), out), sc, ge)
+    while k + BF_LANES <= n:
+        a = _lrelu(_load(vload(x, (i, j, k), BF_LANES), out), sc, ge)
         vstore(out, (i, j, k), _narrow(a, out))
-        vstore(out, (i, j, k + LANES), _narrow(b, out))
-        k += 2 * LANES
-    while k < n:
-        m = min(n - k, LANES)
-        v = _lrelu(_load(vload_first(x, (i, j, k), LANES, m), out), sc, ge)
+        k += BF_LANES
+    if k < n:
+        m = n - k
+        v = _lrelu(_load(vload_first(x, (i, j, k), BF_LANES, m), out), sc, ge)
         vstore_first(out, (i, j, k), _narrow(v, out), m)
-        k += m
 
 
 @_jit(_nrt=False)
@@ -129,7 +131,8 @@ def _inplace_row(x, sc, ge):
 @overload(_inplace_row, inline="always", jit_options=NJIT_OPTIONS)
 def _ol_inplace_row(x, sc, ge):
     if _bf16_vectors(ge, x):
-        return _inplace_row_vectors
+        return lambda x, sc, ge: _fwd_row3(x.reshape((1, 1, x.shape[0])),
+                                           x.reshape((1, 1, x.shape[0])), 0, 0, sc, ge)
     if _AVX_BLEND and x.layout == "C" and x.dtype in (types.float32, types.float64):
         # A kept element stores back what was loaded, so LLVM stores only the others, with
         # masked stores (vmaskmovps), several times slower than plain ones on AMD's Zen; full
@@ -203,20 +206,16 @@ def _bwd_row_portable(g, t, out, sc, ge):
 def _bwd_row_vectors(g, t, out, sc, ge):
     n = t.shape[0]
     k = 0
-    while k + 2 * LANES <= n:
-        a = _lrelu_grad(_load(vload(g, (k,), LANES), out), _load(vload(t, (k,), LANES), out),
-                        sc, ge)
-        b = _lrelu_grad(_load(vload(g, (k + LANES,), LANES), out),
-                        _load(vload(t, (k + LANES,), LANES), out), sc, ge)
-        vstore(out, (k,), _narrow(a, out))
-        vstore(out, (k + LANES,), _narrow(b, out))
-        k += 2 * LANES
-    while k < n:
-        m = min(n - k, LANES)
-        v = _lrelu_grad(_load(vload_first(g, (k,), LANES, m), out),
-                        _load(vload_first(t, (k,), LANES, m), out), sc, ge)
+    while k + BF_LANES <= n:
+        v = _lrelu_grad(_load(vload(g, (k,), BF_LANES), out),
+                        _load(vload(t, (k,), BF_LANES), out), sc, ge)
+        vstore(out, (k,), _narrow(v, out))
+        k += BF_LANES
+    if k < n:
+        m = n - k
+        v = _lrelu_grad(_load(vload_first(g, (k,), BF_LANES, m), out),
+                        _load(vload_first(t, (k,), BF_LANES, m), out), sc, ge)
         vstore_first(out, (k,), _narrow(v, out), m)
-        k += m
 
 
 @_jit(_nrt=False)
@@ -537,12 +536,16 @@ def _ol_prelu_row3(x, out, w, i, j, ge):
         def vectors(x, out, w, i, j, ge):
             n = x.shape[2]
             k = 0
-            while k < n:
-                m = min(n - k, LANES)
-                v = _lrelu(_load(vload_first(x, (i, j, k), LANES, m), out),
-                           _load(vload_first(w, (k,), LANES, m), out), ge)
+            while k + BF_LANES <= n:
+                v = _lrelu(_load(vload(x, (i, j, k), BF_LANES), out),
+                           _load(vload(w, (k,), BF_LANES), out), ge)
+                vstore(out, (i, j, k), _narrow(v, out))
+                k += BF_LANES
+            if k < n:
+                m = n - k
+                v = _lrelu(_load(vload_first(x, (i, j, k), BF_LANES, m), out),
+                           _load(vload_first(w, (k,), BF_LANES, m), out), ge)
                 vstore_first(out, (i, j, k), _narrow(v, out), m)
-                k += m
         return vectors
 
     def portable(x, out, w, i, j, ge):

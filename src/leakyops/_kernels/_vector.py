@@ -493,17 +493,44 @@ def round_bf16_hw(builder, value, exact):
     for every one of the 2**32 float32 values: the same bits as the integer rounding."""
     n = value.type.count
     i16 = ir.VectorType(ir.IntType(16), n)
-    fast = builder.bitcast(builder.fptrunc(value, ir.VectorType(_BFloat(), n)), i16)
-    mask = ir.VectorType(ir.IntType(1), n)
-    if n in (8, 16):  # AVX512-DQ's vfpclassps (LLVM's llvm.is.fpclass becomes three integer ops)
-        name, test = f"llvm.x86.avx512.fpclass.ps.{32 * n}", _VFPCLASS_DENORMAL
+    if n == 32:  # one vcvtne2ps2bf16 for both halves (LLVM makes two vcvtneps2bf16 of fptrunc)
+        undef = ir.Constant(value.type, ir.Undefined)
+        lo, hi = (builder.shuffle_vector(value, undef, ir.Constant(
+            ir.VectorType(_I32, 16), [ir.Constant(_I32, c + m) for m in range(16)]))
+            for c in (0, 16))
+        both = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VectorType(_BFloat(), 32), [lo.type, hi.type]),
+            "llvm.x86.avx512bf16.cvtne2ps2bf16.512")
+        fast = builder.bitcast(builder.call(both, [hi, lo]), i16)  # (the second gives lanes 0-15)
     else:
-        name, test = f"llvm.is.fpclass.v{n}f32", _FC_SUBNORMAL
-    fpclass = cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(mask, [value.type, ir.IntType(32)]), name)
-    subnormal = builder.call(fpclass, [value, ir.Constant(ir.IntType(32), test)])
-    lanes = builder.bitcast(subnormal, ir.IntType(n))
-    any_subnormal = builder.icmp_unsigned("!=", lanes, ir.Constant(ir.IntType(n), 0))
+        fast = builder.bitcast(builder.fptrunc(value, ir.VectorType(_BFloat(), n)), i16)
+    if n % 16 == 0 or n == 8:  # AVX512-DQ's vfpclassps, 16 lanes at a time (LLVM's own
+        # llvm.is.fpclass becomes three integer operations)
+        part = min(n, 16)
+        fpclass = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VectorType(ir.IntType(1), part),
+                                            [ir.VectorType(value.type.element, part),
+                                             ir.IntType(32)]),
+            f"llvm.x86.avx512.fpclass.ps.{32 * part}")
+        test = ir.Constant(ir.IntType(32), _VFPCLASS_DENORMAL)
+        undef = ir.Constant(value.type, ir.Undefined)
+        masks = [builder.call(fpclass, [value if part == n else builder.shuffle_vector(
+            value, undef, ir.Constant(ir.VectorType(_I32, part),
+                                      [ir.Constant(_I32, c + m) for m in range(part)])), test])
+                 for c in range(0, n, part)]
+        lanes = [builder.bitcast(m, ir.IntType(part)) for m in masks]
+        any_lane = lanes[0]
+        for more in lanes[1:]:
+            any_lane = builder.or_(any_lane, more)
+        any_subnormal = builder.icmp_unsigned("!=", any_lane, ir.Constant(ir.IntType(part), 0))
+    else:
+        fpclass = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VectorType(ir.IntType(1), n),
+                                            [value.type, ir.IntType(32)]),
+            f"llvm.is.fpclass.v{n}f32")
+        subnormal = builder.call(fpclass, [value, ir.Constant(ir.IntType(32), _FC_SUBNORMAL)])
+        any_subnormal = builder.icmp_unsigned("!=", builder.bitcast(subnormal, ir.IntType(n)),
+                                              ir.Constant(ir.IntType(n), 0))
     start = builder.block
     with cgutils.if_unlikely(builder, any_subnormal):
         slow = exact(builder)
