@@ -688,6 +688,11 @@ def _run_fast(fn, args, flags, nbytes: int) -> None:
     _entry(fn, args, flags)(*args)
 
 
+#: ``np.may_share_memory`` without NumPy's ``__array_function__`` dispatch (85 ns instead of
+#: 150-180 ns), for the contiguous paths, which call it on exact ``np.ndarray`` objects only.
+_may_share = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
+
+
 def _plain_dest(out, x, *others):
     """The array a contiguous path writes: a new one like ``x``, or ``out`` where it is a
     C-contiguous aligned writable ndarray of x's dtype and shape sharing no memory with ``x``
@@ -697,9 +702,9 @@ def _plain_dest(out, x, *others):
         return np.empty(x.shape, x.dtype)
     if type(out) is np.ndarray and out.dtype is x.dtype and out.shape == x.shape:
         f = out.flags
-        if f.c_contiguous and f.aligned and f.writeable and not np.may_share_memory(out, x):
+        if f.c_contiguous and f.aligned and f.writeable and not _may_share(out, x):
             for a in others:
-                if np.may_share_memory(out, a):
+                if _may_share(out, a):
                     return None
             return out
     return None
@@ -1253,15 +1258,16 @@ def _prelu_backward_plain(g, x, weight, layout, out, rule):
             return None
         gi_out, gw_out = out
         # (C-contiguous: no element shares its memory with another; a zero-stride grad_weight
-        # goes the general way, which refuses it)
-        if gw_out is not None and not (type(gw_out) is np.ndarray and gw_out.dtype == x.dtype
-                                       and gw_out.shape == weight.shape and gw_out.flags.writeable
-                                       and gw_out.flags.c_contiguous
-                                       and (gi_out is None or not np.may_share_memory(gi_out, gw_out))):
+        # goes the general way, which refuses it. ``carray``: C-contiguous, aligned, writeable.)
+        if gw_out is not None and not (type(gw_out) is np.ndarray and gw_out.dtype is x.dtype
+                                       and gw_out.flags.carray and gw_out.shape == weight.shape
+                                       and (gi_out is None or not _may_share(gi_out, gw_out))):
             return None
-    if type(g) is not np.ndarray or g.dtype is not x.dtype or g.shape != x.shape \
-            or not (g.flags.c_contiguous and g.flags.aligned):
+    if type(g) is not np.ndarray or g.dtype is not x.dtype or g.shape != x.shape:
         return None  # (x and weight were checked by _plain_prelu_layout)
+    gf = g.flags
+    if not (gf.c_contiguous and gf.aligned):
+        return None
     grad_input = _plain_dest(gi_out, x, g, weight)
     if grad_input is None:
         return None

@@ -675,9 +675,11 @@ def _channel_total(lanes, j, ge):
 assert LANES == 16  # (_channel_total halves four times)
 
 
-@njit(inline="always", **NJIT_OPTIONS)
-def _start_lanes(n, ge):
-    """Channel lanes for ``n`` channels: sums at ``_sum_start(ge)``, comps at 0."""
+@_jit
+def start_lanes(n, ge):
+    """Channel lanes for ``n`` channels: sums at ``_sum_start(ge)``, comps at 0. A serial
+    function of its own: inside a ``parallel=True`` function numba would turn ``np.zeros``
+    into a parallel loop, a fan-out of the threads."""
     lanes = np.zeros((n, 2, LANES))
     z = _sum_start(ge)
     for j in range(n):
@@ -687,39 +689,39 @@ def _start_lanes(n, ge):
 
 
 @_jit(_nrt=False)
-def prelu_bwd_c(g, x, gi, w, acc, comp, lanes, per_k, ge, axis, lo, hi):
-    """Write ``gi`` over the range and add the weight gradient into (``acc``, ``comp``).
-
-    Slope per row (``per_k`` False): the rows of channel j add into ``lanes[j]`` across all
-    rows, in order (blocks of rows, ``_rows_per_block``, each block channel by channel), and
-    the lanes of the range's channels are added into ``acc``/``comp`` at
-    the end. Channels last: each element into its weight element's pair, in memory order."""
-    i0, i1, j0, j1 = _ranges(x.shape, axis, lo, hi)
+def prelu_bwd_rows(g, x, gi, w, out, lanes, ge, lo, hi):
+    """Channels lo:hi of C-contiguous (outer, C, inner) views with a slope per row: ``gi``
+    written, and each channel's weight gradient rounded once into ``out[j]`` (a float64
+    ``out``: the unrounded sums). Channel j's rows add into ``lanes[j]`` in order, in blocks
+    of rows (``_rows_per_block``), each block channel by channel; its lanes are then added
+    as a tree (``_channel_total``)."""
     n2 = x.shape[2]
-    if per_k:  # channels last: every element has its own weight element
-        for i in range(i0, i1):
-            for j in range(j0, j1):
-                for k in range(n2):
-                    xv = _load(x[i, j, k], gi)
-                    gv = _load(g[i, j, k], gi)
-                    wv = _load(w[k], gi)
-                    r = _lrelu_grad(gv, xv, wv, ge)
-                    gi[i, j, k] = _narrow(r, gi)
-                    term = _prelu_term(_load64(x[i, j, k]), _load64(g[i, j, k]), ge)
-                    a, c = acc[k], comp[k]
-                    acc[k], comp[k] = _kahan_add(a, c, term)
-    else:  # blocks of rows, channel by channel in each: a channel's rows in order
-        rows = _rows_per_block(n2)
-        for b0 in range(i0, i1, rows):
-            b1 = min(b0 + rows, i1)
-            for j in range(j0, j1):
-                _rows_into_lanes(g, x, gi, b0, b1, j, _load(w[j], gi), ge, lanes)
-        for j in range(j0, j1):
-            total, tcomp = _channel_total(lanes, j, ge)
-            a, c = acc[j], comp[j]
-            a, b = _kahan_add(a, c, total)
-            acc[j] = a
-            comp[j] = b + tcomp
+    rows = _rows_per_block(n2)
+    for b0 in range(0, x.shape[0], rows):
+        b1 = min(b0 + rows, x.shape[0])
+        for j in range(lo, hi):
+            _rows_into_lanes(g, x, gi, b0, b1, j, _load(w[j], gi), ge, lanes)
+    for j in range(lo, hi):
+        total, tcomp = _channel_total(lanes, j, ge)
+        out[j] = _round_pair(total, tcomp, out)
+
+
+@_jit(_nrt=False)
+def prelu_bwd_c(g, x, gi, w, acc, comp, lo, hi, ge):
+    """Channels last, rows lo:hi of C-contiguous (1, outer, C) views (element k's slope
+    ``w[k]``): ``gi`` written and each element's term added into its weight element's pair
+    (``acc``, ``comp``), in memory order."""
+    n2 = x.shape[2]
+    for j in range(lo, hi):
+        for k in range(n2):
+            xv = _load(x[0, j, k], gi)
+            gv = _load(g[0, j, k], gi)
+            wv = _load(w[k], gi)
+            r = _lrelu_grad(gv, xv, wv, ge)
+            gi[0, j, k] = _narrow(r, gi)
+            term = _prelu_term(_load64(x[0, j, k]), _load64(g[0, j, k]), ge)
+            a, c = acc[k], comp[k]
+            acc[k], comp[k] = _kahan_add(a, c, term)
 
 
 #: Elements a unit of a split reduction covers, independent of the thread count.
@@ -728,42 +730,29 @@ UNIT = 1 << 16
 PARTIALS_BUDGET = 1 << 23  # elements (64 MiB)
 
 
-@njit(inline="always", **NJIT_OPTIONS)
-def _prelu_bwd_c_plan(shape, wsize, per_k, nthreads):
-    """How ``prelu_bwd_c_run`` splits its work: ``(axis, parts, shared)``.
-
-    Slope per row: along the channels, as many parts as threads, all adding into one pair
-    (each channel's rows stay in one part, in order). Channels last: along the rows in units
-    of ``UNIT`` elements, each with its own pair. Either way the bits depend on the shapes
-    only, not on the thread count.
-    """
-    if not per_k:
-        return 1, max(1, min(nthreads, shape[1])), True
-    parts = max(1, min(shape[1], shape[0] * shape[1] * shape[2] // UNIT, PARTIALS_BUDGET // wsize))
-    return 1, parts, False
-
-
 @_jit
-def prelu_bwd_c_state(shape, wsize, per_k, ge, nthreads):
-    """``(axis, parts, shared, partials, lanes)``: the plan of ``prelu_bwd_c_run`` and its
-    sums at their start. A serial function of its own: inside a ``parallel=True`` function
-    numba would turn each ``np.zeros`` into a parallel loop, each a fan-out of the threads."""
-    axis, parts, shared = _prelu_bwd_c_plan(shape, wsize, per_k, nthreads)
-    partials = np.zeros((1 if shared else parts, 2, wsize))
+def prelu_bwd_c_state(shape, wsize, ge):
+    """``(parts, partials)`` of channels last: the rows split in units of ``UNIT`` elements,
+    each with its own (acc, comp) pairs at their start; the bits depend on the shapes only,
+    not on the thread count. (Serial, as ``start_lanes``.)"""
+    parts = max(1, min(shape[1], shape[0] * shape[1] * shape[2] // UNIT, PARTIALS_BUDGET // wsize))
+    partials = np.zeros((parts, 2, wsize))
     _start_partials(partials, ge)
-    lanes = _start_lanes(1 if per_k else wsize, ge)  # (parts own disjoint channels)
-    return axis, parts, shared, partials, lanes
+    return parts, partials
 
 
 @_jit
 def prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge):
     """The whole backward on C-contiguous views, on this thread: ``gi`` written, the weight
     gradient in ``acc``, rounded once to its storage kind (a float64 ``acc``: the unrounded
-    sums). The threaded twin gives the same bits."""
-    axis, parts, shared, partials, lanes = prelu_bwd_c_state(x.shape, w.shape[0], per_k, ge, 1)
-    n = x.shape[axis]
-    for u in range(parts):
-        lo, hi = _part(n, parts, u)
-        p = partials[0] if shared else partials[u]
-        prelu_bwd_c(g, x, gi, w, p[0], p[1], lanes, per_k, ge, axis, lo, hi)
-    combine_partials(partials, acc, ge)
+    sums). Slope per row: (outer, C, inner) views, ``prelu_bwd_rows``; channels last:
+    (1, outer, C) views, ``prelu_bwd_c`` over units of rows. The threaded twin gives the same
+    bits (its parts: channels, or the same units)."""
+    if not per_k:
+        prelu_bwd_rows(g, x, gi, w, acc, start_lanes(w.shape[0], ge), ge, 0, w.shape[0])
+    else:
+        parts, partials = prelu_bwd_c_state(x.shape, w.shape[0], ge)
+        for u in range(parts):
+            lo, hi = _part(x.shape[1], parts, u)
+            prelu_bwd_c(g, x, gi, w, partials[u, 0], partials[u, 1], lo, hi, ge)
+        combine_partials(partials, acc, ge)

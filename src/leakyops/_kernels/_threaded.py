@@ -15,7 +15,8 @@ from .._config import NJIT_OPTIONS
 from ._jit import _jit
 from ._loops import (_part, combine_partials, copy_row, lrelu_bwd_nd, lrelu_bwd_row, lrelu_fwd_nd,
                      lrelu_fwd_nd_inplace, lrelu_fwd_row, lrelu_fwd_row_inplace, prelu_bwd_c,
-                     prelu_bwd_c_state, prelu_bwd_nd, prelu_fwd_c, prelu_fwd_nd)
+                     prelu_bwd_c_state, prelu_bwd_nd, prelu_bwd_rows, prelu_fwd_c, prelu_fwd_nd,
+                     start_lanes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,11 +157,18 @@ def prelu_fwd_c_run_par(x, out, w, per_k, ge, axis, nthreads):
 
 @_jit(parallel=True)
 def prelu_bwd_c_run_par(g, x, gi, w, acc, per_k, ge, nthreads):
-    axis, parts, shared, partials, lanes = prelu_bwd_c_state(x.shape, w.shape[0], per_k, ge,
-                                                             nthreads)
-    n = x.shape[axis]
-    for u in prange(parts):
-        lo, hi = _part(n, parts, u)
-        p = partials[0] if shared else partials[u]
-        prelu_bwd_c(g, x, gi, w, p[0], p[1], lanes, per_k, ge, axis, lo, hi)
-    combine_partials(partials, acc, ge)
+    """``prelu_bwd_c_run`` in parallel: slope per row, the channels in as many parts as
+    threads (each channel in one part: the same bits); channels last, its units of rows."""
+    if not per_k:
+        c = w.shape[0]
+        lanes = start_lanes(c, ge)  # (parts own disjoint channels)
+        parts = max(1, min(nthreads, c))
+        for u in prange(parts):
+            lo, hi = _part(c, parts, u)
+            prelu_bwd_rows(g, x, gi, w, acc, lanes, ge, lo, hi)
+    else:
+        parts, partials = prelu_bwd_c_state(x.shape, w.shape[0], ge)
+        for u in prange(parts):
+            lo, hi = _part(x.shape[1], parts, u)
+            prelu_bwd_c(g, x, gi, w, partials[u, 0], partials[u, 1], lo, hi, ge)
+        combine_partials(partials, acc, ge)
