@@ -1002,20 +1002,44 @@ def _flat_weight(weight: np.ndarray) -> np.ndarray:
 def _plain_prelu_layout(x, weight, axis):
     """``(shape, ws1, ws2)`` for the contiguous prelu paths, or None: a C-contiguous aligned
     ndarray ``x`` with a contiguous 1-D weight of its dtype along ``axis``, seen as (outer, C,
-    inner) with weight strides (0, 1, 0), or channels last as (1, outer, C) with (0, 0, 1)."""
-    if type(x) is not np.ndarray or type(weight) is not np.ndarray or weight.ndim != 1 \
-            or type(axis) is not int or weight.dtype is not x.dtype:
+    inner) with weight strides (0, 1, 0), or channels last as (1, outer, C) with (0, 0, 1).
+    The shapes' part is remembered per (shape, C, axis) (``_PRELU_LAYOUTS``)."""
+    if type(x) is not np.ndarray or type(weight) is not np.ndarray or type(axis) is not int \
+            or weight.dtype is not x.dtype:
         return None
-    shape = x.shape
-    c = weight.shape[0]
-    if c < 2 or not -len(shape) <= axis < len(shape) or shape[axis] != c:
+    key = (x.shape, weight.shape, axis)
+    layout = _PRELU_LAYOUTS.get(key, False)
+    if layout is False:
+        layout = _prelu_layout_of(*key)
+        if len(_PRELU_LAYOUTS) >= 256:
+            _PRELU_LAYOUTS.clear()
+        _PRELU_LAYOUTS[key] = layout
+    if layout is None:
         return None
     xf, wf = x.flags, weight.flags
-    if not (xf.c_contiguous and xf.aligned and wf.c_contiguous and wf.aligned) or x.size == 0:
+    if not (xf.c_contiguous and xf.aligned and wf.c_contiguous and wf.aligned):
+        return None
+    return layout
+
+
+#: The contiguous prelu paths' layouts by (x's shape, the weight's shape, axis): the shape
+#: arithmetic of a call costs more than a dict lookup (a few hundred ns of a 2 µs call).
+_PRELU_LAYOUTS: dict = {}
+
+
+def _prelu_layout_of(shape, wshape, axis):
+    """The shapes' part of :func:`_plain_prelu_layout` (None: not a contiguous-path layout)."""
+    if len(wshape) != 1:
+        return None
+    c = wshape[0]
+    if c < 2 or not -len(shape) <= axis < len(shape) or shape[axis] != c:
+        return None
+    size = math.prod(shape)
+    if size == 0:
         return None
     a = axis % len(shape)
     outer = math.prod(shape[:a]) if a else 1
-    inner = x.size // (outer * c)
+    inner = size // (outer * c)
     if inner == 1:
         return (1, outer, c), 0, 1
     return (outer, c, inner), 1, 0
@@ -1278,8 +1302,11 @@ def _prelu_backward_plain(g, x, weight, layout, out, rule):
         gv, xv, giv, wv = gv.view(view), xv.view(view), giv.view(view), wv.view(view)
     # the kernel writes grad_weight, rounded once, after everything else is read
     grad_weight = np.empty(weight.shape, x.dtype) if gw_out is None else gw_out
-    _prelu_backward_c(gv, xv, giv, wv, per_k == 1, rule,
-                      grad_weight if view is None else grad_weight.view(view))
+    per_k = per_k == 1
+    # (every operand of x's kernel view dtype: the flags alone complete the entry point's key)
+    _run_fast(_kernels.prelu_bwd_c_run, (gv, xv, giv, wv, grad_weight if view is None
+                                         else grad_weight.view(view), per_k, rule),
+              (per_k, rule), grad_input.nbytes)
     return grad_input, grad_weight
 
 
