@@ -529,17 +529,24 @@ def _half_vectors(ge, out, *arrays) -> bool:
             and all(a.dtype == types.uint16 and a.layout == "C" for a in (out, *arrays)))
 
 
+@njit(inline="always", **NJIT_OPTIONS)
+def _slope_row3_portable(x, out, i, j, s, ge):
+    for k in range(x.shape[2]):
+        v = _load(x[i, j, k], out)
+        r = _lrelu(v, s, ge)
+        out[i, j, k] = _narrow(r, out)
+
+
 @overload(_slope_row3, inline="always", jit_options=NJIT_OPTIONS)
 def _ol_slope_row3(x, out, i, j, s, ge):
     if _half_vectors(ge, out, x):
-        return lambda x, out, i, j, s, ge: _fwd_row3(x, out, i, j, s, ge)
-
-    def portable(x, out, i, j, s, ge):
-        for k in range(x.shape[2]):
-            v = _load(x[i, j, k], out)
-            r = _lrelu(v, s, ge)
-            out[i, j, k] = _narrow(r, out)
-    return portable
+        def vectors(x, out, i, j, s, ge):
+            if x.shape[2] < BF_LANES:  # (a short row: one masked vector cost more on AVX2)
+                _slope_row3_portable(x, out, i, j, s, ge)
+            else:
+                _fwd_row3(x, out, i, j, s, ge)
+        return vectors
+    return lambda x, out, i, j, s, ge: _slope_row3_portable(x, out, i, j, s, ge)
 
 
 def _prelu_row3(x, out, w, i, j, ge):
@@ -547,11 +554,23 @@ def _prelu_row3(x, out, w, i, j, ge):
     explicit bfloat16 vectors, or the portable loop."""
 
 
+@njit(inline="always", **NJIT_OPTIONS)
+def _prelu_row3_portable(x, out, w, i, j, ge):
+    for k in range(x.shape[2]):
+        v = _load(x[i, j, k], out)
+        wv = _load(w[k], out)
+        r = _lrelu(v, wv, ge)
+        out[i, j, k] = _narrow(r, out)
+
+
 @overload(_prelu_row3, inline="always", jit_options=NJIT_OPTIONS)
 def _ol_prelu_row3(x, out, w, i, j, ge):
     if _half_vectors(ge, out, x, w):
         def vectors(x, out, w, i, j, ge):
             n = x.shape[2]
+            if n < BF_LANES:  # (a short row: one masked vector cost more on AVX2)
+                _prelu_row3_portable(x, out, w, i, j, ge)
+                return
             k = 0
             while k + BF_LANES <= n:
                 v = _lrelu(_load(vload(x, (i, j, k), BF_LANES), out),
@@ -564,14 +583,7 @@ def _ol_prelu_row3(x, out, w, i, j, ge):
                            _load(vload_first(w, (k,), BF_LANES, m), out), ge)
                 vstore_first(out, (i, j, k), _narrow(v, out), m)
         return vectors
-
-    def portable(x, out, w, i, j, ge):
-        for k in range(x.shape[2]):
-            v = _load(x[i, j, k], out)
-            wv = _load(w[k], out)
-            r = _lrelu(v, wv, ge)
-            out[i, j, k] = _narrow(r, out)
-    return portable
+    return lambda x, out, w, i, j, ge: _prelu_row3_portable(x, out, w, i, j, ge)
 
 
 @_jit(_nrt=False)
