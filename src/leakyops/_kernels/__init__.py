@@ -3,7 +3,10 @@
 ==================  ==========================================================================
 ``_jit.py``         how a kernel is compiled and cached (one stamp for the whole package)
 ``_rules.py``       the scalar rules: storage conversions, the formulas, oneDNN's ``Rule``\\ s
-``_loops.py``       the portable loops: serial, one pass over memory, vectorised by LLVM
+``_loops.py``       the loops: serial, one pass over memory, vectorised by LLVM or in explicit
+                    vectors (picked per target in one ``@overload`` each)
+``_vector.py``      explicit vectors (``Vec``) and the instructions LLVM's loops do not reach
+                    (AVX blends, AVX512-BF16's rounding)
 ``_threaded.py``    the threaded drivers: ``prange`` over parts, each part a serial loop
 ==================  ==========================================================================
 
@@ -32,8 +35,11 @@ float16 uses LLVM's ``half`` conversions (F16C instructions on x86), which vecto
 the target CPU lacks F16C they would compile to calls of ``__extendhfsf2``/``__truncsfhf2``
 that numba's JIT does not resolve, so an exact software conversion replaces them (see
 :func:`leakyops._config.use_soft_half`). bfloat16 is the top half of a float32: widening is
-a shift, narrowing adds the round-to-nearest-even bias in 32-bit integers. NaN stays NaN
-(quiet, sign and top payload bits kept), overflow goes to ±inf.
+a shift, narrowing adds the round-to-nearest-even bias in 32-bit integers, or, where the
+target has AVX512-BF16 (:func:`leakyops._cpu.bf16_convert`), the explicit vector loops round
+with ``vcvtneps2bf16``/``vcvtne2ps2bf16`` and send a vector holding a float32 subnormal to
+the integer rounding (``_vector.round_bf16_hw``): the same bits. NaN stays NaN (quiet, sign
+and top payload bits kept), overflow goes to ±inf.
 
 Kernels never validate and never allocate Python objects; they release the GIL. The core
 (``_core.py``) chooses the kernel and whether it runs threaded.

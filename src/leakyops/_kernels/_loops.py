@@ -737,20 +737,22 @@ def prelu_bwd_rows(g, x, gi, w, out, lanes, ge, lo, hi):
 
 @_jit(_nrt=False)
 def prelu_bwd_c(g, x, gi, w, acc, comp, lo, hi, ge):
-    """Channels last, rows lo:hi of C-contiguous (1, outer, C) views (element k's slope
-    ``w[k]``): ``gi`` written and each element's term added into its weight element's pair
-    (``acc``, ``comp``), in memory order."""
+    """Channels last, rows lo:hi (of axis 1) of C-contiguous 3-D views whose element k has
+    the slope ``w[k]`` ((1, outer, C) from the contiguous path): ``gi`` written and each
+    element's term added into its weight element's pair (``acc``, ``comp``), in memory
+    order."""
     n2 = x.shape[2]
-    for j in range(lo, hi):
-        for k in range(n2):
-            xv = _load(x[0, j, k], gi)
-            gv = _load(g[0, j, k], gi)
-            wv = _load(w[k], gi)
-            r = _lrelu_grad(gv, xv, wv, ge)
-            gi[0, j, k] = _narrow(r, gi)
-            term = _prelu_term(_load64(x[0, j, k]), _load64(g[0, j, k]), ge)
-            a, c = acc[k], comp[k]
-            acc[k], comp[k] = _kahan_add(a, c, term)
+    for i in range(x.shape[0]):
+        for j in range(lo, hi):
+            for k in range(n2):
+                xv = _load(x[i, j, k], gi)
+                gv = _load(g[i, j, k], gi)
+                wv = _load(w[k], gi)
+                r = _lrelu_grad(gv, xv, wv, ge)
+                gi[i, j, k] = _narrow(r, gi)
+                term = _prelu_term(_load64(x[i, j, k]), _load64(g[i, j, k]), ge)
+                a, c = acc[k], comp[k]
+                acc[k], comp[k] = _kahan_add(a, c, term)
 
 
 #: Elements a unit of a split reduction covers, independent of the thread count.
