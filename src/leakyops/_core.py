@@ -1145,9 +1145,11 @@ def _prelu_backward_c(g, x, gi, weight, per_k: bool, rule: bool, acc: np.ndarray
     """The backward over C-contiguous 3-D kernel views (see ``_kernels.prelu_bwd_c_run``):
     ``gi`` written, the weight gradient in ``acc``: rounded once into a kernel view of the
     result's storage dtype, or the unrounded sums into a float64 array; threaded when large."""
-    # (the entry points are cached by the first operand's dtype: the weight's dtype, which
-    # oneDNN's rules allow to differ, and the sums' are part of the key)
-    flags = (per_k, rule, weight.dtype, acc.dtype)
+    # (the entry points are cached by the first operand's dtype; where the weight's dtype,
+    # which oneDNN's rules allow to differ, or the sums' is another, they join the key)
+    dt = g.dtype
+    flags = (per_k, rule) if weight.dtype is dt and acc.dtype is dt else \
+        (per_k, rule, weight.dtype, acc.dtype)
     _run_fast(_kernels.prelu_bwd_c_run, (g, x, gi, weight, acc, per_k, rule), flags, gi.nbytes)
 
 
@@ -1302,11 +1304,8 @@ def _prelu_backward_plain(g, x, weight, layout, out, rule):
         gv, xv, giv, wv = gv.view(view), xv.view(view), giv.view(view), wv.view(view)
     # the kernel writes grad_weight, rounded once, after everything else is read
     grad_weight = np.empty(weight.shape, x.dtype) if gw_out is None else gw_out
-    per_k = per_k == 1
-    # (every operand of x's kernel view dtype: the flags alone complete the entry point's key)
-    _run_fast(_kernels.prelu_bwd_c_run, (gv, xv, giv, wv, grad_weight if view is None
-                                         else grad_weight.view(view), per_k, rule),
-              (per_k, rule), grad_input.nbytes)
+    _prelu_backward_c(gv, xv, giv, wv, per_k == 1, rule,
+                      grad_weight if view is None else grad_weight.view(view))
     return grad_input, grad_weight
 
 
