@@ -719,5 +719,9 @@ def _ol_term_of(xs, gs, xv, gv, ge):
         return None
     if _rule_of(ge) is not None:
         return lambda xs, gs, xv, gv, ge: _to64(_term32(xv, gv, ge))
+    if isinstance(xs, Vec) and xs.dtype == types.uint16:
+        # float16: the float32 product of two float16 values is exact (22 significant bits,
+        # magnitudes within 2**-48 ... 2**32), so it is widened, not formed in float64
+        return lambda xs, gs, xv, gv, ge: _to64(_select(_keep(xv, ge), np.float32(0.0), xv * gv))
     return lambda xs, gs, xv, gv, ge: _prelu_term(_load64(xs), _load64(gs), ge)
 
