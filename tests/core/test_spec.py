@@ -714,6 +714,37 @@ def test_partial_overlap_is_as_if_no_overlap():
     assert_same(xw, expected)
 
 
+@pytest.mark.parametrize("shared", ["x", "grad_output", "weight"])
+def test_prelu_backward_grad_weight_sharing_an_input_is_as_if_it_did_not(shared):
+    """grad_weight written over memory an input still needs, on the threaded contiguous path:
+    the results are those of unshared copies. Each thread takes half the channels; the first
+    half rounds its bfloat16 grad_input through the slower subnormal branch (g * w below
+    2**-126), so the second half finishes first. It wrote its grad_weight there before the
+    first half had read the last row of channel 0, where grad_weight lies (2 threads: the x and
+    grad_output cases failed before the fix; the weight case is there for completeness)."""
+    rng = np.random.default_rng(28)
+    n0, c, n2 = 64, 64, 300
+    x = -np.abs(rng.standard_normal((n0, c, n2))).astype(BF16)
+    g = rng.standard_normal((n0, c, n2)).astype(BF16)
+    g[:, :c // 2] = (g[:, :c // 2].astype(np.float32) * 2.0 ** -125).astype(BF16)
+    w = np.full(c, 0.25, BF16)
+    expected = leakyops.prelu_backward(g.copy(), x.copy(), w.copy())
+    with leakyops.thread_limit(2):
+        for _ in range(5):
+            xs, gs = x.copy(), g.copy()
+            ws = np.concatenate([w, w])  # (room for a grad_weight that overlaps half of it)
+            if shared == "x":
+                out = xs.reshape(-1)[(n0 - 1) * c * n2:][:c]  # the last row of channel 0
+            elif shared == "grad_output":
+                out = gs.reshape(-1)[(n0 - 1) * c * n2:][:c]
+            else:
+                out = ws[c // 2:][:c]  # weight elements 32-63 and beyond
+            gi, gw = leakyops.prelu_backward(gs, xs, ws[:c], out=(None, out))
+            assert gw is out
+            assert_same(gi, expected[0])
+            assert_same(gw, expected[1])
+
+
 def test_read_only_outputs_are_rejected_and_untouched():
     x = np.array([-1.0, 2.0], np.float32)
     out = np.full(2, 7.0, np.float32)

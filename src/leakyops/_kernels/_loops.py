@@ -701,10 +701,12 @@ def start_lanes(n):
 
 
 @_jit(_nrt=False)
-def prelu_bwd_rows(g, x, gi, w, out, lanes, ge, lo, hi):
+def prelu_bwd_rows(g, x, gi, w, lanes, ge, lo, hi):
     """Channels lo:hi of C-contiguous (outer, C, inner) views with a slope per row: ``gi``
-    written, and each channel's weight gradient rounded once into ``out[j]`` (a float64
-    ``out``: the unrounded sums). Channel j's rows add into its compensated lanes in order, in
+    written, and each channel's weight gradient as a compensated pair in ``lanes[j, :, 0]``
+    (``round_lanes`` rounds it once; the caller does, once every part has read its data, so
+    that a result that shares memory with an input cannot change what another thread has
+    still to read). Channel j's rows add into its compensated lanes in order, in
     blocks of rows (``_rows_per_block``), each block channel by channel; the first block
     starts the lanes in registers, each block leaves them in ``lanes[j]``, and at the end they
     are added as a tree (``_channel_total``), channel after channel in a loop of their own
@@ -724,7 +726,16 @@ def prelu_bwd_rows(g, x, gi, w, out, lanes, ge, lo, hi):
             vstore(lanes, (j, 1, 0), comps)
     for j in range(lo, hi):
         total, tcomp = _channel_total(vload(lanes, (j, 0, 0), LANES), vload(lanes, (j, 1, 0), LANES))
-        out[j] = _round_pair(total, tcomp, out)
+        lanes[j, 0, 0] = total
+        lanes[j, 1, 0] = tcomp
+
+
+@_jit(_nrt=False)
+def round_lanes(lanes, out):
+    """``out[j]``: channel j's compensated pair left by ``prelu_bwd_rows`` rounded once to
+    ``out``'s storage kind (float64: the sum, rounded once)."""
+    for j in range(out.shape[0]):
+        out[j] = _round_pair(lanes[j, 0, 0], lanes[j, 1, 0], out)
 
 
 @_jit(_nrt=False)
@@ -772,7 +783,9 @@ def prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge):
     (1, outer, C) views, ``prelu_bwd_c`` over units of rows. The threaded twin gives the same
     bits (its parts: channels, or the same units)."""
     if not per_k:
-        prelu_bwd_rows(g, x, gi, w, acc, start_lanes(w.shape[0]), ge, 0, w.shape[0])
+        lanes = start_lanes(w.shape[0])
+        prelu_bwd_rows(g, x, gi, w, lanes, ge, 0, w.shape[0])
+        round_lanes(lanes, acc)
     else:
         parts, partials = prelu_bwd_c_state(x.shape, w.shape[0], ge)
         for u in range(parts):

@@ -16,7 +16,7 @@ from ._jit import _jit
 from ._loops import (_part, combine_partials, copy_row, lrelu_bwd_nd, lrelu_bwd_row, lrelu_fwd_nd,
                      lrelu_fwd_nd_inplace, lrelu_fwd_row, lrelu_fwd_row_inplace, prelu_bwd_c,
                      prelu_bwd_c_state, prelu_bwd_nd, prelu_bwd_rows, prelu_fwd_c, prelu_fwd_nd,
-                     start_lanes)
+                     round_lanes, start_lanes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,7 +165,8 @@ def prelu_bwd_c_run_par(g, x, gi, w, acc, per_k, ge, nthreads):
         parts = max(1, min(nthreads, c))
         for u in prange(parts):
             lo, hi = _part(c, parts, u)
-            prelu_bwd_rows(g, x, gi, w, acc, lanes, ge, lo, hi)
+            prelu_bwd_rows(g, x, gi, w, lanes, ge, lo, hi)
+        round_lanes(lanes, acc)  # (after every part has read its data)
     else:
         parts, partials = prelu_bwd_c_state(x.shape, w.shape[0], ge)
         for u in prange(parts):
