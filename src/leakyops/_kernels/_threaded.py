@@ -161,7 +161,7 @@ def prelu_bwd_c_run_par(g, x, gi, w, acc, per_k, ge, nthreads):
     threads (each channel in one part: the same bits); channels last, its units of rows."""
     if not per_k:
         c = w.shape[0]
-        lanes = start_lanes(c)  # (parts own disjoint channels)
+        lanes = start_lanes(c, ge)  # (parts own disjoint channels)
         parts = max(1, min(nthreads, c))
         for u in prange(parts):
             lo, hi = _part(c, parts, u)
