@@ -666,6 +666,12 @@ _WEIGHT_PRELU_BWD = {np.dtype(np.float32): 0.5, np.dtype(np.float64): 0.5,
                      np.dtype(np.uint16): 2.0, np.dtype(np.int16): 2.6}
 
 
+#: prelu_backward's contiguous path: below this many elements of a storage dtype it runs on
+#: one thread (``_run_fast``'s decision, made once per dtype).
+_PRELU_BWD_SERIAL = {dt: math.ceil(PARALLEL_MIN_BYTES / (dt.itemsize * _WEIGHT_PRELU_BWD.get(
+    _FAST_VIEW[dt] or dt, 1.0))) for dt in SUPPORTED_DTYPES}
+
+
 def _run_fast(fn, args, flags, nbytes: int) -> None:
     """A contiguous-path kernel ``fn(*args)``, or its threaded twin ``_THREADED[fn]`` with
     the thread count appended when the work (``nbytes`` of output, weighted) is large."""
@@ -1275,46 +1281,69 @@ def _prelu_backward_outs(out, x, weight):
     return gi, gw
 
 
-def _prelu_backward_plain(g, x, weight, layout, out, rule):
-    """The contiguous path of prelu_backward: the results, or None where the operands do not
-    qualify (the general path then runs, with its checks and messages)."""
-    gi_out = gw_out = None
+def _prelu_backward_plain(g, x, weight, axis, out, rule):
+    """The contiguous path of prelu_backward, written out (its checks are most of a small
+    call's time): the results, or None where the operands do not qualify (the general path
+    then runs, with its checks and messages). C-contiguous aligned ndarrays of one dtype, a
+    1-D weight along ``axis`` (``_PRELU_LAYOUTS``), and results that are new arrays or
+    C-contiguous writeable arrays of that dtype and shape; grad_input sharing no memory with
+    an input or grad_weight (grad_weight is written after everything is read)."""
+    if type(x) is not np.ndarray or type(g) is not np.ndarray or type(weight) is not np.ndarray \
+            or type(axis) is not int:
+        return None
+    dt, shape = x.dtype, x.shape
+    if g.dtype is not dt or weight.dtype is not dt or g.shape != shape:
+        return None
+    key = (shape, weight.shape, axis)
+    layout = _PRELU_LAYOUTS.get(key, False)
+    if layout is False:
+        layout = _prelu_layout_of(*key)
+        if len(_PRELU_LAYOUTS) >= 256:
+            _PRELU_LAYOUTS.clear()
+        _PRELU_LAYOUTS[key] = layout
+    if layout is None:
+        return None
+    xf, gf, wf = x.flags, g.flags, weight.flags
+    if not (xf.c_contiguous and xf.aligned and gf.c_contiguous and gf.aligned
+            and wf.c_contiguous and wf.aligned):
+        return None
+    gi = gw = None
     if out is not None:
         if type(out) is not tuple or len(out) != 2:
             return None
-        gi_out, gw_out = out
-        # (C-contiguous: no element shares its memory with another; a zero-stride grad_weight
-        # goes the general way, which refuses it. ``carray``: C-contiguous, aligned, writeable.)
-        if gw_out is not None and not (type(gw_out) is np.ndarray and gw_out.dtype is x.dtype
-                                       and gw_out.flags.carray and gw_out.shape == weight.shape
-                                       and (gi_out is None or not _may_share(gi_out, gw_out))):
-            return None
-    if type(g) is not np.ndarray or g.dtype is not x.dtype or g.shape != x.shape:
-        return None  # (x and weight were checked by _plain_prelu_layout)
-    gf = g.flags
-    if not (gf.c_contiguous and gf.aligned):
-        return None
-    grad_input = _plain_dest(gi_out, x, g, weight)
-    if grad_input is None:
-        return None
-    shape, _, per_k = layout
-    view = _FAST_VIEW[x.dtype]
-    gv, xv, giv, wv = g.reshape(shape), x.reshape(shape), grad_input.reshape(shape), weight
+        gi, gw = out
+    if gi is None:
+        gi = np.empty(shape, dt)
+    elif not (type(gi) is np.ndarray and gi.dtype is dt and gi.shape == shape and gi.flags.carray
+              and not _may_share(gi, x) and not _may_share(gi, g) and not _may_share(gi, weight)
+              and (gw is None or not _may_share(gi, gw))):
+        return None  # (``carray``: C-contiguous, aligned, writeable)
+    if gw is None:
+        gw = np.empty(weight.shape, dt)
+    elif not (type(gw) is np.ndarray and gw.dtype is dt and gw.shape == weight.shape
+              and gw.flags.carray):
+        return None  # (a zero-stride grad_weight goes the general way, which refuses it)
+    shape3, _, per_k = layout
+    view = _FAST_VIEW[dt]
+    gv, xv, giv, wv, gwv = g.reshape(shape3), x.reshape(shape3), gi.reshape(shape3), weight, gw
     if view is not None:
-        gv, xv, giv, wv = gv.view(view), xv.view(view), giv.view(view), wv.view(view)
-    # the kernel writes grad_weight, rounded once, after everything else is read
-    grad_weight = np.empty(weight.shape, x.dtype) if gw_out is None else gw_out
-    _prelu_backward_c(gv, xv, giv, wv, per_k == 1, rule,
-                      grad_weight if view is None else grad_weight.view(view))
-    return grad_input, grad_weight
+        gv, xv, giv, wv, gwv = gv.view(view), xv.view(view), giv.view(view), wv.view(view), \
+            gwv.view(view)
+    per_k = per_k == 1
+    if gi.size < _PRELU_BWD_SERIAL[dt]:  # (one thread: the entry point without a call)
+        ep = _ENTRY.get((_kernels.prelu_bwd_c_run, gv.dtype, (per_k, rule)))
+        if ep is not None:
+            ep(gv, xv, giv, wv, gwv, per_k, rule)
+            return gi, gw
+    _prelu_backward_c(gv, xv, giv, wv, per_k, rule, gwv)
+    return gi, gw
 
 
 def prelu_backward_impl(grad_output, x, weight, axis=1, out=None, *, compare=">",
                         fname="prelu_backward"):
     """``(grad_input, grad_weight)`` (see :func:`leakyops.prelu_backward`)."""
-    layout = _plain_prelu_layout(x, weight, axis) if compare in _COMPARE else None
-    if layout is not None:
-        result = _prelu_backward_plain(grad_output, x, weight, layout, out, _COMPARE[compare])
+    if compare in _COMPARE:
+        result = _prelu_backward_plain(grad_output, x, weight, axis, out, _COMPARE[compare])
         if result is not None:
             return result
     return _named_call(fname, _prelu_backward, grad_output, x, weight, axis, out, compare)
