@@ -636,6 +636,9 @@ def _returned(out, result: np.ndarray):
 
 #: The view dtype a kernel receives for each storage dtype (None: the array itself).
 _FAST_VIEW = {dt: (_VIEW[dt] if dt.itemsize == 2 else None) for dt in SUPPORTED_DTYPES}
+# (A compiled entry point reads a half-type array as its integer view without ``.view()``,
+# 0.1 µs an array: numba's unboxing takes an array's data, shape, strides and itemsize, never
+# its dtype. Checked by the tests of the contiguous paths, which compare every bit.)
 #: Compiled entry points of the contiguous path's kernels, per kernel, then per (storage dtype,
 #: flags): called without numba's type dispatch (a large share of a small call's time), so
 #: only with arguments of exactly the types they were compiled for: 1-D C-contiguous aligned
@@ -1324,18 +1327,19 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
               and gw.flags.carray):
         return None  # (a zero-stride grad_weight goes the general way, which refuses it)
     shape3, _, per_k = layout
-    view = _FAST_VIEW[dt]
-    gv, xv, giv, wv, gwv = g.reshape(shape3), x.reshape(shape3), gi.reshape(shape3), weight, gw
-    if view is not None:
-        gv, xv, giv, wv, gwv = gv.view(view), xv.view(view), giv.view(view), wv.view(view), \
-            gwv.view(view)
     per_k = per_k == 1
+    gv, xv, giv = g.reshape(shape3), x.reshape(shape3), gi.reshape(shape3)
+    view = _FAST_VIEW[dt]
     if gi.size < _PRELU_BWD_SERIAL[dt]:  # (one thread: the entry point without a call)
-        ep = _ENTRY.get((_kernels.prelu_bwd_c_run, gv.dtype, (per_k, rule)))
-        if ep is not None:
-            ep(gv, xv, giv, wv, gwv, per_k, rule)
+        ep = _ENTRY.get((_kernels.prelu_bwd_c_run, view or dt, (per_k, rule)))
+        if ep is not None:  # (half types given as they are: see _FAST_VIEW)
+            ep(gv, xv, giv, weight, gw, per_k, rule)
             return gi, gw
-    _prelu_backward_c(gv, xv, giv, wv, per_k, rule, gwv)
+    if view is None:
+        _prelu_backward_c(gv, xv, giv, weight, per_k, rule, gw)
+    else:
+        _prelu_backward_c(gv.view(view), xv.view(view), giv.view(view), weight.view(view),
+                          per_k, rule, gw.view(view))
     return gi, gw
 
 
