@@ -667,6 +667,8 @@ _WEIGHT = {np.dtype(np.float32): 1.0, np.dtype(np.float64): 1.0, np.dtype(np.uin
            np.dtype(np.int16): 2.6}
 _WEIGHT_PRELU_BWD = {np.dtype(np.float32): 0.5, np.dtype(np.float64): 0.5,
                      np.dtype(np.uint16): 2.0, np.dtype(np.int16): 2.6}
+for _w in (_WEIGHT, _WEIGHT_PRELU_BWD):  # (the half storage dtypes weigh as their views)
+    _w.update({dt: _w[_FAST_VIEW[dt]] for dt in SUPPORTED_DTYPES if _FAST_VIEW[dt] is not None})
 
 
 #: prelu_backward's contiguous path: below this many elements of a storage dtype it runs on
@@ -677,15 +679,24 @@ _PRELU_BWD_SERIAL = {dt: math.ceil(PARALLEL_MIN_BYTES / (dt.itemsize * _WEIGHT_P
 
 def _run_fast(fn, args, flags, nbytes: int) -> None:
     """A contiguous-path kernel ``fn(*args)``, or its threaded twin ``_THREADED[fn]`` with
-    the thread count appended when the work (``nbytes`` of output, weighted) is large."""
+    the thread count appended when the work (``nbytes`` of output, weighted) is large.
+
+    The arrays may be of a half storage dtype, not yet viewed as the kernel's integer dtype:
+    a compiled entry point takes them as they are (see ``_FAST_VIEW``); they are viewed only
+    where numba must see the types (a first call, the threaded twin)."""
     dt = args[0].dtype
     nbytes *= (_WEIGHT_PRELU_BWD if fn is _kernels.prelu_bwd_c_run else _WEIGHT).get(dt, 1.0)
     if nbytes < PARALLEL_MIN_BYTES:
-        ep = _ENTRY.get((fn, args[0].dtype, flags))
+        ep = _ENTRY.get((fn, dt, flags))
         if ep is not None:  # (the common case, without a call)
             ep(*args)
             return
-    else:
+    view = _FAST_VIEW.get(dt)
+    if view is not None:
+        args = tuple(a.view(view) if type(a) is np.ndarray and a.dtype is dt else a for a in args)
+        if nbytes < PARALLEL_MIN_BYTES:  # (the half storage dtype's key: the same entry point)
+            _ENTRY[fn, dt, flags] = _entry(fn, args, flags)
+    if nbytes >= PARALLEL_MIN_BYTES:
         threads = _threads.parallel_threads()
         if threads > 1 and _threads.enter_parallel():
             try:
@@ -735,9 +746,7 @@ def leaky_relu_impl(x, negative_slope=0.01, out=None, *, compare=">", slope_dtyp
         if rule is not None and view is not False and f.c_contiguous and f.aligned:
             dest = _plain_dest(out, x)
             if dest is not None:
-                xf, df = (x, dest) if x.ndim == 1 else (x.reshape(-1), dest.reshape(-1))
-                if view is not None:
-                    xf, df = xf.view(view), df.view(view)
+                xf, df = (x, dest) if x.ndim == 1 else (x.ravel(), dest.ravel())
                 _run_fast(_kernels.lrelu_fwd_row, (xf, df, negative_slope, rule), rule, dest.nbytes)
                 return dest
     return _named_call(fname, _leaky_relu, x, negative_slope, out, compare, slope_dtype,
@@ -811,8 +820,7 @@ def leaky_relu_inplace_impl(x, negative_slope=0.01, *, compare=">", slope_dtype=
         view = _FAST_VIEW.get(x.dtype, False)
         f = x.flags
         if rule is not None and view is not False and f.c_contiguous and f.aligned and f.writeable:
-            flat = x if x.ndim == 1 else x.reshape(-1)
-            flat = flat if view is None else flat.view(view)
+            flat = x if x.ndim == 1 else x.ravel()
             _run_fast(_kernels.lrelu_fwd_row_inplace, (flat, negative_slope, rule), rule, x.nbytes)
             return x
     return _named_call(fname, _leaky_relu_inplace, x, negative_slope, compare, slope_dtype)
@@ -852,9 +860,7 @@ def leaky_relu_backward_impl(grad_output, x, negative_slope, self_is_result=Fals
                 if x.ndim == 1:
                     gf, xf, df = grad_output, x, dest
                 else:
-                    gf, xf, df = grad_output.reshape(-1), x.reshape(-1), dest.reshape(-1)
-                if view is not None:
-                    gf, xf, df = gf.view(view), xf.view(view), df.view(view)
+                    gf, xf, df = grad_output.ravel(), x.ravel(), dest.ravel()
                 _run_fast(_kernels.lrelu_bwd_row, (gf, xf, df, negative_slope, rule), rule,
                           dest.nbytes)
                 return dest
@@ -1065,10 +1071,7 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", bf16_flush=False, fn
         dest = _plain_dest(out, x, weight)
         if dest is not None:
             shape, _, per_k = layout
-            view = _FAST_VIEW[dt]
             xv, dv, wv = x.reshape(shape), dest.reshape(shape), weight
-            if view is not None:
-                xv, dv, wv = xv.view(view), dv.view(view), wv.view(view)
             rule, per_k = _COMPARE[compare], per_k == 1
             split_axis = 0 if shape[0] >= shape[1] else 1
             _run_fast(_kernels.prelu_fwd_c_run, (xv, dv, wv, per_k, rule, split_axis), (per_k, rule),
@@ -1151,7 +1154,8 @@ def _prelu_backward_parts(grad_output, x, weight, axis, compare, bf16_flush):
 
 
 def _prelu_backward_c(g, x, gi, weight, per_k: bool, rule: bool, acc: np.ndarray) -> None:
-    """The backward over C-contiguous 3-D kernel views (see ``_kernels.prelu_bwd_c_run``):
+    """The backward over C-contiguous 3-D kernel views, or arrays of a half storage dtype
+    (``_run_fast`` views them where it must; see ``_kernels.prelu_bwd_c_run``):
     ``gi`` written, the weight gradient in ``acc``: rounded once into a kernel view of the
     result's storage dtype, or the unrounded sums into a float64 array; threaded when large."""
     # (the entry points are cached by the first operand's dtype; where the weight's dtype,
@@ -1329,17 +1333,12 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
     shape3, _, per_k = layout
     per_k = per_k == 1
     gv, xv, giv = g.reshape(shape3), x.reshape(shape3), gi.reshape(shape3)
-    view = _FAST_VIEW[dt]
     if gi.size < _PRELU_BWD_SERIAL[dt]:  # (one thread: the entry point without a call)
-        ep = _ENTRY.get((_kernels.prelu_bwd_c_run, view or dt, (per_k, rule)))
+        ep = _ENTRY.get((_kernels.prelu_bwd_c_run, dt, (per_k, rule)))
         if ep is not None:  # (half types given as they are: see _FAST_VIEW)
             ep(gv, xv, giv, weight, gw, per_k, rule)
             return gi, gw
-    if view is None:
-        _prelu_backward_c(gv, xv, giv, weight, per_k, rule, gw)
-    else:
-        _prelu_backward_c(gv.view(view), xv.view(view), giv.view(view), weight.view(view),
-                          per_k, rule, gw.view(view))
+    _prelu_backward_c(gv, xv, giv, weight, per_k, rule, gw)
     return gi, gw
 
 
