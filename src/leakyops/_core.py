@@ -686,26 +686,41 @@ def _run_fast(fn, args, flags, nbytes: int) -> None:
     where numba must see the types (a first call, the threaded twin)."""
     dt = args[0].dtype
     nbytes *= (_WEIGHT_PRELU_BWD if fn is _kernels.prelu_bwd_c_run else _WEIGHT).get(dt, 1.0)
+    threads = 1
     if nbytes < PARALLEL_MIN_BYTES:
         ep = _ENTRY.get((fn, dt, flags))
         if ep is not None:  # (the common case, without a call)
             ep(*args)
             return
+    else:
+        threads = _threads.parallel_threads()
+        if threads > 1:
+            ep = _ENTRY.get((_THREADED[fn], dt, flags))
+            if ep is not None and _threads.enter_parallel():
+                try:
+                    ep(*args, threads)
+                finally:
+                    _threads.exit_parallel()
+                return
+    # a first call (numba compiles or finds the entry point; a half storage dtype's arrays
+    # viewed, its key given the same entry point), or the workqueue layer busy elsewhere
     view = _FAST_VIEW.get(dt)
     if view is not None:
         args = tuple(a.view(view) if type(a) is np.ndarray and a.dtype is dt else a for a in args)
-        if nbytes < PARALLEL_MIN_BYTES:  # (the half storage dtype's key: the same entry point)
-            _ENTRY[fn, dt, flags] = _entry(fn, args, flags)
-    if nbytes >= PARALLEL_MIN_BYTES:
-        threads = _threads.parallel_threads()
-        if threads > 1 and _threads.enter_parallel():
-            try:
-                args = (*args, threads)
-                _entry(_THREADED[fn], args, flags)(*args)
-            finally:
-                _threads.exit_parallel()
-            return
-    _entry(fn, args, flags)(*args)
+    if threads > 1 and _threads.enter_parallel():
+        try:
+            tfn = _THREADED[fn]
+            ep = _entry(tfn, (*args, threads), flags)
+            if view is not None:
+                _ENTRY[tfn, dt, flags] = ep
+            ep(*args, threads)
+        finally:
+            _threads.exit_parallel()
+        return
+    ep = _entry(fn, args, flags)
+    if view is not None:
+        _ENTRY[fn, dt, flags] = ep
+    ep(*args)
 
 
 #: ``np.may_share_memory`` without NumPy's ``__array_function__`` dispatch (85 ns instead of
