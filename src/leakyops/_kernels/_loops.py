@@ -714,10 +714,10 @@ def prelu_bwd_rows(g, x, gi, w, lanes, ge, lo, hi):
     still to read). Channel j's rows add into its compensated lanes in order, in
     blocks of rows (``_rows_per_block``), each block channel by channel, the lanes kept in
     ``lanes[j]`` between blocks; at the end they are added as a tree (``_channel_total``),
-    channel after channel in a loop of their own. (Measured on (4, 64, 39) bfloat16 through
-    the API: starting a channel's lanes in registers in the first block, and finishing each
-    channel right after its last block, made a call 0.5-0.7 µs slower, though faster in a
-    loop of kernel calls alone.)"""
+    channel after channel in a loop of their own. (Measured: starting a channel's lanes in
+    registers in the first block made a (4, 64, 39) bfloat16 call through the API 0.5-0.7 µs
+    slower, though a loop of kernel calls alone was faster; finishing each channel right
+    after its last block made a (4, 64, 39) float32 kernel call 0.2 µs slower.)"""
     n0 = x.shape[0]
     rows = _rows_per_block(x.shape[2])
     for b0 in range(0, n0, rows):
