@@ -687,22 +687,21 @@ def _run_fast(fn, args, flags, nbytes: int) -> None:
     where numba must see the types (a first call, the threaded twin)."""
     dt = args[0].dtype
     nbytes *= (_WEIGHT_PRELU_BWD if fn is _kernels.prelu_bwd_c_run else _WEIGHT).get(dt, 1.0)
-    threads = 1
-    if nbytes < PARALLEL_MIN_BYTES:
+    # (one thread allowed, or too little work: the serial entry point, found without a call)
+    threads = 1 if nbytes < PARALLEL_MIN_BYTES else _threads.parallel_threads()
+    if threads == 1:
         ep = _ENTRY.get((fn, dt, flags))
-        if ep is not None:  # (the common case, without a call)
+        if ep is not None:
             ep(*args)
             return
     else:
-        threads = _threads.parallel_threads()
-        if threads > 1:
-            ep = _ENTRY.get((_THREADED[fn], dt, flags))
-            if ep is not None and _threads.enter_parallel():
-                try:
-                    ep(*args, threads)
-                finally:
-                    _threads.exit_parallel()
-                return
+        ep = _ENTRY.get((_THREADED[fn], dt, flags))
+        if ep is not None and _threads.enter_parallel():
+            try:
+                ep(*args, threads)
+            finally:
+                _threads.exit_parallel()
+            return
     # a first call (numba compiles or finds the entry point; a half storage dtype's arrays
     # viewed, its key given the same entry point), or the workqueue layer busy elsewhere
     view = _FAST_VIEW.get(dt)
