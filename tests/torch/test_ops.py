@@ -239,6 +239,39 @@ def test_inplace_increments_the_version_counter():
     assert x._version > v
 
 
+def test_inplace_without_grad_is_seen_by_autograd_as_torch_inplace_ops_are():
+    """The eager in-place path skips the operator's dispatch; the version counter (shared
+    with the base of a view) still counts the change, so autograd detects a saved tensor
+    modified under no_grad, as with F.leaky_relu_."""
+    for fn in (lambda t: F.leaky_relu_(t, 0.1), lambda t: lt.leaky_relu_(t, 0.1)):
+        a = torch.randn(4, requires_grad=True)
+        b = a.exp()  # saves its result
+        base_version = b._version
+        with torch.no_grad():
+            fn(b.detach()[1:])
+        assert b._version > base_version
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            b.sum().backward()
+
+
+def test_inplace_on_an_inference_tensor_outside_inference_mode_is_refused_unwritten():
+    """Refused as PyTorch refuses it, but before anything is written (PyTorch's own
+    F.leaky_relu_ writes the values, then raises)."""
+    with torch.inference_mode():
+        x = torch.tensor([-2.0, 3.0])
+    for inplace in (lambda t: lt.leaky_relu_(t, 0.5), lambda t: lt.leaky_relu(t, 0.5, True),
+                    lambda t: lt.LeakyReLU(0.5, inplace=True)(t)):
+        with pytest.raises(RuntimeError, match="[Ii]nference tensor"):
+            inplace(x)
+        assert x.tolist() == [-2.0, 3.0]
+    with pytest.raises(RuntimeError, match="[Ii]nference tensor"):
+        F.leaky_relu_(x, 0.5)
+    with torch.inference_mode():
+        y = torch.tensor([-2.0, 3.0])
+        assert lt.leaky_relu_(y, 0.5) is y
+        assert y.tolist() == [-1.0, 3.0]
+
+
 def test_empty_and_zero_dim():
     for dtype in DTYPES:
         e = torch.empty(0, 3, dtype=dtype)
