@@ -903,15 +903,35 @@ def _leaky_relu_backward(grad_output, x, negative_slope, self_is_result, out, co
         return _returned(out, _finish(out, shape, rdtype, (g, x), lambda dest: None))
 
     def compute(dest):
-        if g.shape == x.shape == shape and _all_c_contiguous(g, x, dest):
-            flats = [_kernel_view(a).reshape(-1) for a in (g, x, dest)]
+        gb, xb = _dense_if_broadcast(g, shape, dest), _dense_if_broadcast(x, shape, dest)
+        if _all_c_contiguous(gb, xb, dest):
+            flats = [_kernel_view(a).reshape(-1) for a in (gb, xb, dest)]
             _run_rows(_kernels.lrelu_bwd_row, flats, (s, rule))
         else:
-            views = _coalesce([_kernel_view(dest), _kernel_view(np.broadcast_to(g, shape)),
-                               _kernel_view(np.broadcast_to(x, shape))])
+            views = _coalesce([_kernel_view(dest), _kernel_view(gb), _kernel_view(xb)])
             _run_nd(_kernels.lrelu_bwd_nd, [views[1], views[2], views[0]], (s, rule))
 
     return _returned(out, _finish(out, shape, rdtype, (g, x), compute))
+
+
+#: The largest broadcast input (elements) that the backward operators copy to a dense
+#: temporary, so that the contiguous kernels read it (autograd's gradient of a ``sum()`` is
+#: one value broadcast to the shape). A broadcast read where it lies ran element by element:
+#: 100,096 float32 elements, prelu_backward 417 µs against 10 µs dense, leaky_relu_backward 43
+#: against 6 µs. Above this size the general path reads it in place, so memory stays flat.
+DENSE_BROADCAST_MAX = 1 << 24
+
+
+def _dense_if_broadcast(a, shape, dest):
+    """``a`` broadcast to ``shape``: a dense copy where it repeats elements (a zero stride
+    along an axis longer than 1), is at most ``DENSE_BROADCAST_MAX`` elements and ``dest`` is
+    C-contiguous; else the broadcast view."""
+    b = np.broadcast_to(a, shape)
+    if 0 in b.strides and b.size <= DENSE_BROADCAST_MAX and dest.flags.c_contiguous \
+            and any(st == 0 and n > 1 for st, n in zip(b.strides, b.shape)):
+        # (one pass writing, one reading: far less than the element-wise general path)
+        return np.ascontiguousarray(b)
+    return b
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1359,6 +1379,14 @@ def _prelu_backward(grad_output, x, weight, axis, out, compare):
     """:func:`prelu_backward_impl` past its contiguous path."""
     g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, compare)
     rule = _rule(compare, _DNNL_PRELU)
+    if type(rule) is bool and x.flags.c_contiguous:
+        dense = _dense_if_broadcast(g, x.shape, x)
+        if dense.flags.c_contiguous and not g.flags.c_contiguous:
+            # a broadcast grad_output made dense: the contiguous path, where it applies
+            result = _prelu_backward_plain(dense, x, weight, axis, out, rule)
+            if result is not None:
+                return result
+            g = dense
     gi_view, gw_view = _prelu_backward_outs(out, x, weight)
     # grad_input is read back while it is written (the kernel makes two passes over each
     # stretch), so any overlap with an input goes through a temporary, even out=x

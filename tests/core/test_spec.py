@@ -665,6 +665,37 @@ def test_prelu_backward_shapes():
 
 
 @dtypes
+@pytest.mark.parametrize("dense_max", [_core.DENSE_BROADCAST_MAX, 0], ids=["copied", "in-place"])
+def test_a_broadcast_grad_output_gives_what_its_dense_copy_gives(dtype, dense_max, monkeypatch):
+    """A broadcast grad_output (autograd's gradient of a sum() is one value broadcast) is
+    copied to a dense temporary up to DENSE_BROADCAST_MAX elements, so the contiguous kernels
+    run: the same bits as the dense copy, grad_weight included. Above (here: any size), the
+    general path reads it in place: the same grad_input, grad_weight within the sums' error."""
+    monkeypatch.setattr(_core, "DENSE_BROADCAST_MAX", dense_max)
+    rng = np.random.default_rng(31)
+    def values(shape):
+        return (rng.standard_normal(shape) * 10.0 ** rng.uniform(-2, 2, shape)).astype(dtype)
+
+    x = values((4, 6, 37))
+    w = rng.uniform(0.1, 1, 6).astype(dtype)
+    for g in (np.broadcast_to(np.asarray(1.5, dtype), x.shape),
+              np.broadcast_to(values((1, 6, 37)), x.shape),
+              np.broadcast_to(values((4, 6, 1)), x.shape)):
+        dense = np.ascontiguousarray(g)
+        egi, egw = leakyops.prelu_backward(dense, x, w)
+        gi, gw = leakyops.prelu_backward(g, x, w)
+        assert_same(gi, egi)
+        if dense_max:
+            assert_same(gw, egw)
+        else:
+            assert_same_sum(gw, egw, _abs_terms(dense, x, w.shape, 1))
+        assert_same(leakyops.leaky_relu_backward(g, x, 0.25),
+                    leakyops.leaky_relu_backward(dense, x, 0.25))
+        assert_same(leakyops.leaky_relu_backward(dense, g, 0.25),
+                    leakyops.leaky_relu_backward(dense, np.ascontiguousarray(g), 0.25))
+
+
+@dtypes
 def test_out_may_be_the_input(dtype):
     rng = np.random.default_rng(9)
     x = random_values(rng, (5, 6), dtype)
