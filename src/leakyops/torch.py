@@ -664,9 +664,8 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
             return input.copy_(_leaky_relu_op(input.clone(), negative_slope))
         return _LeakyReLUInplace.apply(input, negative_slope)
     if _eager(input):
-        # the body without the operator's dispatch (17 µs of a 1,000-element call): the
-        # version counter counts the change first, as the dispatch does (an inference tensor
-        # outside inference mode is refused there, before anything is written)
+        # the body without the operator's dispatch (17 µs of a 1,000-element call); the
+        # version counter counts the change, as the dispatch does
         torch._C._increment_version((input,))
         _leaky_relu_inplace_kernel(input, negative_slope)
         return input
