@@ -665,6 +665,20 @@ def test_prelu_backward_shapes():
 
 
 @dtypes
+def test_prelu_rows_of_every_length_around_the_vector_widths(dtype):
+    """Rows of 1 to 70 elements, slope per row and channels last: the explicit half-type
+    vectors (32 lanes) with their tails (masked on AVX-512, element by element on AVX2) give
+    the reference's bits."""
+    rng = np.random.default_rng(37)
+    for n in range(1, 71):
+        x = random_values(rng, (2, 3, n), dtype)
+        w = rng.uniform(-1, 1, 3).astype(dtype)
+        assert_same(leakyops.prelu(x, w), ref_prelu(x, w.reshape(1, 3, 1)))
+        wl = rng.uniform(-1, 1, n).astype(dtype)
+        assert_same(leakyops.prelu(x, wl, axis=-1), ref_prelu(x, wl.reshape(1, 1, n)))
+
+
+@dtypes
 @pytest.mark.parametrize("dense_max", [_core.DENSE_BROADCAST_MAX, 0], ids=["copied", "in-place"])
 def test_a_broadcast_grad_output_gives_what_its_dense_copy_gives(dtype, dense_max, monkeypatch):
     """A broadcast grad_output (autograd's gradient of a sum() is one value broadcast) is

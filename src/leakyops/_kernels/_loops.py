@@ -104,9 +104,13 @@ def _fwd_row3(x, out, i, j, sc, ge):
         vstore(out, (i, j, k), _narrow(a, out))
         k += BF_LANES
     if k < n:
-        m = n - k
-        v = _lrelu(_load(vload_first(x, (i, j, k), BF_LANES, m), out), sc, ge)
-        vstore_first(out, (i, j, k), _narrow(v, out), m)
+        if _AVX_BLEND:  # (AVX2 has no masked 16-bit loads: LLVM would emulate them lane by lane)
+            for kk in range(k, n):
+                out[i, j, kk] = _narrow(_lrelu(_load(x[i, j, kk], out), sc, ge), out)
+        else:
+            m = n - k
+            v = _lrelu(_load(vload_first(x, (i, j, k), BF_LANES, m), out), sc, ge)
+            vstore_first(out, (i, j, k), _narrow(v, out), m)
 
 
 @_jit(_nrt=False)
@@ -578,10 +582,15 @@ def _ol_prelu_row3(x, out, w, i, j, ge):
                 vstore(out, (i, j, k), _narrow(v, out))
                 k += BF_LANES
             if k < n:
-                m = n - k
-                v = _lrelu(_load(vload_first(x, (i, j, k), BF_LANES, m), out),
-                           _load(vload_first(w, (k,), BF_LANES, m), out), ge)
-                vstore_first(out, (i, j, k), _narrow(v, out), m)
+                if _AVX_BLEND:  # (as in _fwd_row3)
+                    for kk in range(k, n):
+                        out[i, j, kk] = _narrow(_lrelu(_load(x[i, j, kk], out),
+                                                       _load(w[kk], out), ge), out)
+                else:
+                    m = n - k
+                    v = _lrelu(_load(vload_first(x, (i, j, k), BF_LANES, m), out),
+                               _load(vload_first(w, (k,), BF_LANES, m), out), ge)
+                    vstore_first(out, (i, j, k), _narrow(v, out), m)
         return vectors
     return lambda x, out, w, i, j, ge: _prelu_row3_portable(x, out, w, i, j, ge)
 
