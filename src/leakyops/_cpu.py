@@ -18,6 +18,10 @@ The kernels take one path per (operator, dtype), decided here once (:func:`kerne
 - ``prelu_backward``'s weight gradient sums its terms in 16 float64 lanes of an explicit LLVM
   vector, in a written-out order (portable: the same bits on every CPU).
 
+- ``prelu`` on float32 rows (a slope per row, or channels last) takes explicit vectors of 32
+  lanes whose last, partial one is masked where the target has AVX-512F, else LLVM's
+  vectorised loop (its remainder runs element by element: a row of 39 elements cost about
+  what a row of 63 did).
 - ``leaky_relu_`` on float32 and float64 blends explicit vectors with AVX's ``vblendvps``/
   ``vblendvpd`` where the target has AVX but not AVX-512 (LLVM otherwise stores in place with
   AVX's masked stores, several times slower on AMD's Zen), else the portable loop (AVX-512's
@@ -40,7 +44,8 @@ import functools
 import os
 
 __all__ = ["host_features", "host_name", "target", "target_features", "CAP_ENV", "cap", "LEVELS",
-           "soft_half", "avx_blend", "bf16_convert", "kernel_paths", "runtime_info"]
+           "soft_half", "avx_blend", "bf16_convert", "masked_vectors", "kernel_paths",
+           "runtime_info"]
 
 #: The environment variable that caps the instruction sets the kernels use.
 CAP_ENV = "LEAKYOPS_MAX_CPU_ISA"
@@ -187,6 +192,16 @@ def bf16_convert() -> bool:
     return need <= (target_features() or frozenset()) and need <= host_features()
 
 
+def masked_vectors() -> bool:
+    """Whether prelu's float32 rows take explicit vectors whose last, partial vector is masked
+    (AVX-512F: a masked load or store is one instruction), rather than LLVM's vectorised loop,
+    whose remainder runs element by element: the target has AVX512-F and no cap below
+    ``avx512bf16``."""
+    if cap() not in (None, "avx512bf16"):
+        return False
+    return "avx512f" in (target_features() or frozenset())
+
+
 _OPERATORS = ("leaky_relu", "leaky_relu_", "leaky_relu_backward", "prelu", "prelu_backward")
 _DTYPES = ("float16", "bfloat16", "float32", "float64")
 
@@ -208,6 +223,8 @@ def kernel_paths() -> dict[str, dict[str, str]]:
             path = f"loop vectorised by LLVM, {conversions[dt]}"
             if op == "leaky_relu_" and dt in ("float32", "float64") and avx_blend():
                 path = f"explicit vectors with AVX blends (plain stores), {conversions[dt]}"
+            if op == "prelu" and dt == "float32" and masked_vectors():
+                path = "explicit vectors of 32 lanes, the last one masked (AVX-512), float32"
             if op == "prelu_backward":
                 path += "; grad_weight in 16 float64 lanes (explicit vectors, written-out order)"
             paths[op][dt] = path

@@ -82,6 +82,39 @@ def test_bfloat16_path_follows_the_target_the_host_and_the_caps(env, hw):
     assert all(word in info["paths"][op]["bfloat16"] for op in info["paths"])
 
 
+_MASKED_PROBE = ("import json, leakyops; from leakyops import _cpu; "
+                 "print(json.dumps({'masked': _cpu.masked_vectors(), "
+                 "'path': _cpu.kernel_paths()['prelu']['float32']}))")
+_AVX512_HOST = "avx512f" in _cpu.host_features()
+
+
+@pytest.mark.parametrize("env,masked", [
+    ({}, _AVX512_HOST),                                                  # the host
+    ({"LEAKYOPS_MAX_CPU_ISA": "f16c"}, False),
+    ({"LEAKYOPS_MAX_CPU_ISA": "portable"}, False),
+    ({"NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": ""}, False),   # the AVX2 tier
+    ({"NUMBA_CPU_FEATURES": "-avx512f"}, False),
+], ids=str)
+def test_float32_prelu_rows_take_masked_vectors_where_the_target_has_avx512(env, masked):
+    r = _child(env, _MASKED_PROBE)
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["masked"] is masked
+    assert ("masked (AVX-512)" in info["path"]) is masked
+
+
+@pytest.mark.skipif(not _AVX512_HOST, reason="this CPU has no AVX-512F: the portable loop runs anyway")
+def test_float32_prelu_rows_give_the_same_bits_without_the_masked_vectors():
+    """The row-length test of test_spec.py with the masked vectors capped off (the portable
+    loop), in a child process."""
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        str(_ROOT / "tests" / "core" / "test_spec.py"), "-k", "every_length"],
+                       env={**os.environ, "LEAKYOPS_MAX_CPU_ISA": "f16c"}, cwd=_ROOT,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "4 passed" in r.stdout
+
+
 @pytest.mark.parametrize("env,message", [
     ({"LEAKYOPS_MAX_CPU_ISA": "avx9000"}, "LEAKYOPS_MAX_CPU_ISA='avx9000': not one of portable, avx, f16c"),
     ({"LEAKYOPS_MAX_CPU_ISA": "f16c", "NUMBA_CPU_NAME": "sandybridge", "NUMBA_CPU_FEATURES": ""},

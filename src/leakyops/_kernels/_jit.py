@@ -19,7 +19,7 @@ from numba import njit, typeof, types
 from .. import _cpu
 from .._config import NJIT_OPTIONS, cache_enabled
 
-__all__ = ["_jit", "entry_point", "SOFT_HALF", "AVX_BLEND", "BF16_CVT"]
+__all__ = ["_jit", "entry_point", "SOFT_HALF", "AVX_BLEND", "BF16_CVT", "MASKED_VECTORS"]
 
 #: Whether float16 is converted in software (no F16C on the CPU numba compiles for).
 SOFT_HALF = _cpu.soft_half()
@@ -27,6 +27,8 @@ SOFT_HALF = _cpu.soft_half()
 AVX_BLEND = _cpu.avx_blend()
 #: Whether float32 rounds to bfloat16 with AVX512-BF16's ``vcvtneps2bf16`` (explicit vectors).
 BF16_CVT = _cpu.bf16_convert()
+#: Whether prelu's float32 rows take explicit vectors with a masked last vector (AVX-512F).
+MASKED_VECTORS = _cpu.masked_vectors()
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
@@ -40,7 +42,7 @@ def _package_stamp() -> tuple:
         st = os.stat(path)
         stamp.append((path.name, st.st_mtime, st.st_size))
     return (tuple(stamp), ("soft_half", SOFT_HALF), ("avx_blend", AVX_BLEND),
-            ("bf16_cvt", BF16_CVT))
+            ("bf16_cvt", BF16_CVT), ("masked_vectors", MASKED_VECTORS))
 
 
 class _PackageStampedLocator:
