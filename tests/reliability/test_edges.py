@@ -728,6 +728,12 @@ EDGES = settings(max_examples=300, deadline=None, derandomize=True,
 
 @EDGES
 @given(case=cases())
+# found by the slow twin below: random memory whose grad_output holds a signaling NaN where x
+# is positive; grad_input passes it through bit for bit (as PyTorch does), and the comparison
+# must not trip over it (casting a signaling NaN warns)
+@example(case=("prelu_backward", np.dtype(np.float32), "unaligned", None, (2, 4),
+               (0.01, {np.dtype(np.float32): 0.01, np.dtype(np.float64): 0.01}), False, [1, 1],
+               3942747, True))
 def test_array_likes_are_exact_or_a_clear_error(case, tmp_path):
     _check_case(case, tmp_path)
 
