@@ -902,7 +902,9 @@ def _leaky_relu_backward(grad_output, x, negative_slope, self_is_result, out, co
         return _returned(out, _finish(out, shape, rdtype, (g, x), lambda dest: None))
 
     def compute(dest):
-        gb, xb = _dense_if_broadcast(g, shape, dest), _dense_if_broadcast(x, shape, dest)
+        gb, xb = np.broadcast_to(g, shape), np.broadcast_to(x, shape)
+        if dest.flags.c_contiguous:  # (the contiguous kernels can run: a broadcast made dense)
+            gb, xb = _dense_if_broadcast(gb), _dense_if_broadcast(xb)
         if _all_c_contiguous(gb, xb, dest):
             flats = [_kernel_view(a).reshape(-1) for a in (gb, xb, dest)]
             _run_rows(_kernels.lrelu_bwd_row, flats, (s, rule))
@@ -921,12 +923,10 @@ def _leaky_relu_backward(grad_output, x, negative_slope, self_is_result, out, co
 DENSE_BROADCAST_MAX = 1 << 24
 
 
-def _dense_if_broadcast(a, shape, dest):
-    """``a`` broadcast to ``shape``: a dense copy where it repeats elements (a zero stride
-    along an axis longer than 1), is at most ``DENSE_BROADCAST_MAX`` elements and ``dest`` is
-    C-contiguous; else the broadcast view."""
-    b = np.broadcast_to(a, shape)
-    if 0 in b.strides and b.size <= DENSE_BROADCAST_MAX and dest.flags.c_contiguous \
+def _dense_if_broadcast(b):
+    """A dense copy of ``b`` where it repeats elements (a zero stride along an axis longer than
+    1) and has at most ``DENSE_BROADCAST_MAX`` elements; else ``b`` itself."""
+    if 0 in b.strides and b.size <= DENSE_BROADCAST_MAX \
             and any(st == 0 and n > 1 for st, n in zip(b.strides, b.shape)):
         # (one pass writing, one reading: far less than the element-wise general path)
         return np.ascontiguousarray(b)
@@ -1384,14 +1384,12 @@ def _prelu_backward(grad_output, x, weight, axis, out, compare):
     """:func:`prelu_backward_impl` past its contiguous path."""
     g, x, weight, wshape = _prelu_backward_args(grad_output, x, weight, axis, compare)
     rule = _rule(compare, _DNNL_PRELU)
-    if type(rule) is bool and x.flags.c_contiguous:
-        dense = _dense_if_broadcast(g, x.shape, x)
-        if dense.flags.c_contiguous and not g.flags.c_contiguous:
-            # a broadcast grad_output made dense: the contiguous path, where it applies
-            result = _prelu_backward_plain(dense, x, weight, axis, out, rule)
-            if result is not None:
-                return result
-            g = dense
+    dense = _dense_if_broadcast(g) if type(rule) is bool and x.flags.c_contiguous else g
+    if dense is not g:  # (a broadcast grad_output made dense: the contiguous path, if it applies)
+        result = _prelu_backward_plain(dense, x, weight, axis, out, rule)
+        if result is not None:
+            return result
+        g = dense
     gi_view, gw_view = _prelu_backward_outs(out, x, weight)
     # grad_input is read back while it is written (the kernel makes two passes over each
     # stretch), so any overlap with an input goes through a temporary, even out=x

@@ -18,10 +18,10 @@ The kernels take one path per (operator, dtype), decided here once (:func:`kerne
 - ``prelu_backward``'s weight gradient sums its terms in 16 float64 lanes of an explicit LLVM
   vector, in a written-out order (portable: the same bits on every CPU).
 
-- ``prelu`` on float32 rows (a slope per row, or channels last) takes explicit vectors of 32
-  lanes whose last, partial one is masked where the target has AVX-512F, else LLVM's
-  vectorised loop (its remainder runs element by element: a row of 39 elements cost about
-  what a row of 63 did).
+- ``prelu`` on float32 rows shorter than 512 elements (a slope per row, or channels last)
+  takes explicit vectors of 16 lanes whose last, partial one is masked where the target has
+  AVX-512F, else LLVM's vectorised loop (its remainder runs element by element: a row of 39
+  elements cost about what a row of 63 did).
 - ``leaky_relu_`` on float32 and float64 blends explicit vectors with AVX's ``vblendvps``/
   ``vblendvpd`` where the target has AVX but not AVX-512 (LLVM otherwise stores in place with
   AVX's masked stores, several times slower on AMD's Zen), else the portable loop (AVX-512's
@@ -224,7 +224,8 @@ def kernel_paths() -> dict[str, dict[str, str]]:
             if op == "leaky_relu_" and dt in ("float32", "float64") and avx_blend():
                 path = f"explicit vectors with AVX blends (plain stores), {conversions[dt]}"
             if op == "prelu" and dt == "float32" and masked_vectors():
-                path = "explicit vectors of 32 lanes, the last one masked (AVX-512), float32"
+                path = ("rows under 512 elements in explicit vectors of 16 lanes, the last one "
+                        "masked (AVX-512), longer ones a loop vectorised by LLVM, float32")
             if op == "prelu_backward":
                 path += "; grad_weight in 16 float64 lanes (explicit vectors, written-out order)"
             paths[op][dt] = path

@@ -530,11 +530,8 @@ def _half_vectors(ge, out, *arrays) -> bool:
     when it compiles for AVX2: (4, 64, 39) took 7.2 µs against 2.3 for AVX-512)."""
     if _bf16_vectors(ge, out, *arrays):
         return True
-    if not isinstance(ge, types.Boolean) or any(a.layout != "C" for a in (out, *arrays)):
-        return False
-    if all(a.dtype == types.uint16 for a in (out, *arrays)):
-        return not _SOFT_HALF
-    return False
+    return (not _SOFT_HALF and isinstance(ge, types.Boolean)
+            and all(a.dtype == types.uint16 and a.layout == "C" for a in (out, *arrays)))
 
 
 #: Rows of at least this many float32 elements take LLVM's loop even with masked vectors (its
