@@ -667,8 +667,15 @@ _WEIGHT = {np.dtype(np.float32): 1.0, np.dtype(np.float64): 1.0, np.dtype(np.uin
            np.dtype(np.int16): 2.6}
 _WEIGHT_PRELU_BWD = {np.dtype(np.float32): 0.5, np.dtype(np.float64): 0.5,
                      np.dtype(np.uint16): 2.0, np.dtype(np.int16): 2.6}
-for _w in (_WEIGHT, _WEIGHT_PRELU_BWD):  # (the half storage dtypes weigh as their views)
+#: The in-place loop reads and writes the same lines (no second array fetched to be written):
+#: one thread stays faster for longer. AMD EPYC Zen 5, one thread against two: float32 crosses
+#: at about 120,000 elements (480 KB; 100,000 under the AVX2 caps), float64 at about 100,000
+#: (800 KB; 50,000); the half types as out of place (docs/benchmarks.md, 2026-11-27 night).
+_WEIGHT_INPLACE = {**_WEIGHT, np.dtype(np.float32): 0.3, np.dtype(np.float64): 0.3}
+for _w in (_WEIGHT, _WEIGHT_PRELU_BWD, _WEIGHT_INPLACE):  # (half storage dtypes: as their views)
     _w.update({dt: _w[_FAST_VIEW[dt]] for dt in SUPPORTED_DTYPES if _FAST_VIEW[dt] is not None})
+#: The weights of the kernels that do not take ``_WEIGHT``.
+_WEIGHTS = {_kernels.prelu_bwd_c_run: _WEIGHT_PRELU_BWD, _kernels.lrelu_fwd_row_inplace: _WEIGHT_INPLACE}
 
 
 #: prelu_backward's contiguous path: below this many elements of a storage dtype it runs on
@@ -686,7 +693,7 @@ def _run_fast(fn, args, flags, nbytes: int) -> None:
     a compiled entry point takes them as they are (see ``_FAST_VIEW``); they are viewed only
     where numba must see the types (a first call, the threaded twin)."""
     dt = args[0].dtype
-    nbytes *= (_WEIGHT_PRELU_BWD if fn is _kernels.prelu_bwd_c_run else _WEIGHT).get(dt, 1.0)
+    nbytes *= _WEIGHTS.get(fn, _WEIGHT).get(dt, 1.0)
     # (one thread allowed, or too little work: the serial entry point, found without a call)
     threads = 1 if nbytes < PARALLEL_MIN_BYTES else _threads.parallel_threads()
     if threads == 1:
