@@ -45,7 +45,7 @@ Kernels never validate and never allocate Python objects; they release the GIL. 
 (``_core.py``) chooses the kernel and whether it runs threaded.
 """
 
-from ._jit import entry_point
+from ._jit import BF16_CVT, MASKED_VECTORS, entry_point
 from ._loops import (PARTIALS_BUDGET, UNIT, combine_partials, copy_row, lrelu_bwd_nd, round_sums,
                      lrelu_bwd_row, lrelu_fwd_nd, lrelu_fwd_nd_inplace, lrelu_fwd_row,
                      lrelu_fwd_row_inplace, prelu_bwd_c_run, prelu_bwd_nd, prelu_fwd_c_run,
@@ -65,4 +65,5 @@ __all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL
            "lrelu_fwd_row_par", "lrelu_fwd_row_inplace_par", "lrelu_bwd_row_par",
            "lrelu_fwd_nd_par", "lrelu_fwd_nd_inplace_par", "lrelu_bwd_nd_par",
            "prelu_fwd_nd_par", "prelu_fwd_c_run_par", "prelu_bwd_nd_par", "prelu_bwd_c_run_par",
-           "copy_row_par", "UNIT", "PARTIALS_BUDGET", "h2f_soft", "f2h_soft", "round_sums"]
+           "copy_row_par", "UNIT", "PARTIALS_BUDGET", "h2f_soft", "f2h_soft", "round_sums",
+           "BF16_CVT", "MASKED_VECTORS"]
