@@ -667,28 +667,28 @@ _WEIGHT = {np.dtype(np.float32): 1.0, np.dtype(np.float64): 1.0, np.dtype(np.uin
            np.dtype(np.int16): 2.6}
 _WEIGHT_PRELU_BWD = {np.dtype(np.float32): 0.5, np.dtype(np.float64): 0.5,
                      np.dtype(np.uint16): 2.0, np.dtype(np.int16): 2.6}
-#: leaky_relu's and leaky_relu_backward's: on AVX-512 the half types' loops are explicit 16-
-#: and 32-lane vectors (float16; bfloat16 rounded by AVX512-BF16), and one thread stays faster
-#: up to about 100,000 elements of either (leaky_relu, out of place and in place) and 70,000
-#: (leaky_relu_backward) on AMD EPYC Zen 5; elsewhere (the AVX2 caps there: 25,000-50,000
-#: elements) they weigh as measured on Zen 3. prelu's forward keeps ``_WEIGHT`` (its bfloat16
-#: crosses at about 55,000 elements there, near the Zen 3 weight).
-_WEIGHT_FWD, _WEIGHT_BWD = dict(_WEIGHT), dict(_WEIGHT)
+#: leaky_relu's, leaky_relu_backward's and prelu's: on AVX-512 the half types' loops are
+#: explicit 16- and 32-lane vectors (float16; bfloat16 rounded by AVX512-BF16), and one thread
+#: stays faster up to about 100,000 elements of either (leaky_relu, out of place and in place),
+#: 85,000 (prelu) and 70,000 (leaky_relu_backward) on AMD EPYC Zen 5; elsewhere (the AVX2
+#: caps there: 25,000-50,000 elements) they weigh as measured on Zen 3.
+_WEIGHT_FWD, _WEIGHT_BWD, _WEIGHT_PRELU = dict(_WEIGHT), dict(_WEIGHT), dict(_WEIGHT)
 for _view, _fast in ((np.dtype(np.uint16), _kernels.MASKED_VECTORS),
                      (np.dtype(np.int16), _kernels.BF16_CVT)):
     if _fast:
-        _WEIGHT_FWD[_view], _WEIGHT_BWD[_view] = 0.64, 0.9
+        _WEIGHT_FWD[_view], _WEIGHT_BWD[_view], _WEIGHT_PRELU[_view] = 0.64, 0.9, 0.8
 #: The in-place loop reads and writes the same lines (no second array fetched to be written):
 #: one thread stays faster for longer. AMD EPYC Zen 5, one thread against two: float32 crosses
 #: at about 120,000 elements (480 KB; 100,000 under the AVX2 caps), float64 at about 100,000
 #: (800 KB; 50,000); the half types as out of place (docs/benchmarks.md, 2026-11-27 night).
 _WEIGHT_INPLACE = {**_WEIGHT_FWD, np.dtype(np.float32): 0.3, np.dtype(np.float64): 0.3}
-for _w in (_WEIGHT, _WEIGHT_PRELU_BWD, _WEIGHT_FWD, _WEIGHT_BWD, _WEIGHT_INPLACE):
+for _w in (_WEIGHT, _WEIGHT_PRELU_BWD, _WEIGHT_FWD, _WEIGHT_BWD, _WEIGHT_PRELU, _WEIGHT_INPLACE):
     # (the half storage dtypes weigh as their views)
     _w.update({dt: _w[_FAST_VIEW[dt]] for dt in SUPPORTED_DTYPES if _FAST_VIEW[dt] is not None})
-#: Each kernel's weights (prelu's forward: ``_WEIGHT``).
+#: Each contiguous-path kernel's weights.
 _WEIGHTS = {_kernels.prelu_bwd_c_run: _WEIGHT_PRELU_BWD, _kernels.lrelu_fwd_row: _WEIGHT_FWD,
-            _kernels.lrelu_fwd_row_inplace: _WEIGHT_INPLACE, _kernels.lrelu_bwd_row: _WEIGHT_BWD}
+            _kernels.lrelu_fwd_row_inplace: _WEIGHT_INPLACE, _kernels.lrelu_bwd_row: _WEIGHT_BWD,
+            _kernels.prelu_fwd_c_run: _WEIGHT_PRELU}
 
 
 #: prelu_backward's contiguous path: below this many elements of a storage dtype it runs on
