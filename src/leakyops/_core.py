@@ -1068,14 +1068,15 @@ def _flat_weight(weight: np.ndarray) -> np.ndarray:
     return _kernel_view(np.ascontiguousarray(weight).reshape(-1))
 
 
-def _plain_prelu_layout(x, weight, axis):
+def _plain_prelu_layout(x, weight, axis, shared=False):
     """``(shape3, per_k, split_axis, same)`` for the contiguous prelu paths, or None: a
     C-contiguous aligned ndarray ``x`` with a contiguous 1-D weight of its dtype along
     ``axis``, seen as ``shape3`` (outer, C, inner) with a slope per row (``per_k`` False), or
     channels last as (1, outer, C) with a slope per element of a row (``per_k`` True); the
     threaded forward splits ``split_axis`` of it; ``same``: x has that shape already (no
     reshape: 0.1 µs an array). The shapes' part is remembered per (shape, C, axis)
-    (``_PRELU_LAYOUTS``)."""
+    (``_PRELU_LAYOUTS``). ``shared``: a one-element 1-D weight (PyTorch's ``PReLU(1)``) gives
+    ``_SHARED_SLOPE`` (one slope for every element, leaky_relu's loop), else None."""
     if type(x) is not np.ndarray or type(weight) is not np.ndarray or type(axis) is not int \
             or weight.dtype is not x.dtype:
         return None
@@ -1086,7 +1087,7 @@ def _plain_prelu_layout(x, weight, axis):
         if len(_PRELU_LAYOUTS) >= 256:
             _PRELU_LAYOUTS.clear()
         _PRELU_LAYOUTS[key] = layout
-    if layout is None:
+    if layout is None or (layout is _SHARED_SLOPE and not shared):
         return None
     xf, wf = x.flags, weight.flags
     if not (xf.c_contiguous and xf.aligned and wf.c_contiguous and wf.aligned):
@@ -1099,11 +1100,17 @@ def _plain_prelu_layout(x, weight, axis):
 _PRELU_LAYOUTS: dict = {}
 
 
+#: The layout of a one-element 1-D weight: one slope for every element.
+_SHARED_SLOPE = ("shared slope",)
+
+
 def _prelu_layout_of(shape, wshape, axis):
     """The shapes' part of :func:`_plain_prelu_layout` (None: not a contiguous-path layout)."""
     if len(wshape) != 1:
         return None
     c = wshape[0]
+    if c == 1 and -max(len(shape), 2) <= axis < max(len(shape), 2) and math.prod(shape) > 0:
+        return _SHARED_SLOPE  # (the axis checked as _prelu_weight_shape checks it)
     if c < 2 or not -len(shape) <= axis < len(shape) or shape[axis] != c:
         return None
     size = math.prod(shape)
@@ -1119,15 +1126,19 @@ def _prelu_layout_of(shape, wshape, axis):
 def prelu_impl(x, weight, axis=1, out=None, *, compare=">", bf16_flush=False, fname="prelu"):
     """``y = x if x > 0 else w[c] * x`` (see :func:`leakyops.prelu`); ``bf16_flush`` as in
     :func:`leaky_relu_impl`."""
-    layout = _plain_prelu_layout(x, weight, axis) if compare in _COMPARE and not bf16_flush \
+    layout = _plain_prelu_layout(x, weight, axis, True) if compare in _COMPARE and not bf16_flush \
         else None
     if layout is not None:
         # the contiguous path, written out (see leaky_relu_impl)
-        dt = x.dtype
         dest = _plain_dest(out, x, weight)
         if dest is not None:
-            shape, per_k, split_axis, same = layout
             rule = _COMPARE[compare]
+            if layout is _SHARED_SLOPE:  # (leaky_relu's loop, the weight's value the slope)
+                xf, df = (x, dest) if x.ndim == 1 else (x.ravel(), dest.ravel())
+                _run_fast(_kernels.lrelu_fwd_row, (xf, df, float(weight[0]), rule), rule,
+                          dest.nbytes)
+                return dest
+            shape, per_k, split_axis, same = layout
             if same:
                 xv, dv = x, dest
             else:

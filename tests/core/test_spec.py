@@ -679,6 +679,31 @@ def test_prelu_rows_of_every_length_around_the_vector_widths(dtype):
 
 
 @dtypes
+def test_a_one_element_weight_takes_leaky_relus_loop_with_the_weights_bits(dtype):
+    """PReLU(1)'s weight (one element, 1-D) on a contiguous x runs leaky_relu's loop with the
+    weight's value as the slope: the reference's bits for every special weight (NaN, ±inf,
+    ±0, subnormals) and both comparisons, any rank and any axis the general path accepts,
+    into a new array or ``out=``; an axis out of range is still refused."""
+    rng = np.random.default_rng(41)
+    weights = np.concatenate([special_values(dtype), rng.uniform(-2, 2, 8).astype(dtype)])
+    for shape, axis in (((), 0), ((37,), 1), ((37,), -2), ((2, 3, 33), 1), ((2, 3, 33), -3),
+                        ((4, 1, 5, 7), 3)):
+        x = random_values(rng, shape, dtype)
+        for wv in weights:
+            w = np.array([wv], dtype)
+            wb = w.reshape((1,) * x.ndim)
+            for c, ge in ((">", False), (">=", True)):
+                assert_same(_core.prelu_impl(x, w, axis, compare=c), ref_prelu(x, wb, ge=ge))
+            out = np.empty_like(x)
+            assert leakyops.prelu(x, w, axis=axis, out=out) is out
+            assert_same(out, ref_prelu(x, wb))
+    with pytest.raises(ValueError, match="out of bounds"):
+        leakyops.prelu(np.ones(4, dtype), np.ones(1, dtype), axis=2)
+    assert _core._plain_prelu_layout(np.ones((2, 3), dtype), np.ones(1, dtype), 1, True) \
+        is _core._SHARED_SLOPE  # (the path this test means to take)
+
+
+@dtypes
 @pytest.mark.parametrize("dense_max", [_core.DENSE_BROADCAST_MAX, 0], ids=["copied", "in-place"])
 def test_a_broadcast_grad_output_gives_what_its_dense_copy_gives(dtype, dense_max, monkeypatch):
     """A broadcast grad_output (autograd's gradient of a sum() is one value broadcast) is
