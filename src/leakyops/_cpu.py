@@ -202,6 +202,15 @@ def masked_vectors() -> bool:
     return "avx512f" in (target_features() or frozenset())
 
 
+def prelu_short_rows() -> dict[str, int]:
+    """Per dtype, the row length (slope per row) under which prelu runs as channels last over
+    the slopes laid out per element, not row by row: a half type's row costs a vector with a
+    masked (AVX-512) or element-by-element (AVX2) tail; 0: never (measurements at
+    ``leakyops._core._SHORT_ROW``)."""
+    return {"float16": 32 if masked_vectors() else 0 if soft_half() else 64,
+            "bfloat16": 56 if bf16_convert() else 0, "float32": 0, "float64": 0}
+
+
 _OPERATORS = ("leaky_relu", "leaky_relu_", "leaky_relu_backward", "prelu", "prelu_backward")
 _DTYPES = ("float16", "bfloat16", "float32", "float64")
 
@@ -216,6 +225,7 @@ def kernel_paths() -> dict[str, dict[str, str]]:
         "float32": "float32",
         "float64": "float64",
     }
+    short = prelu_short_rows()
     paths: dict[str, dict[str, str]] = {}
     for op in _OPERATORS:
         paths[op] = {}
@@ -226,6 +236,9 @@ def kernel_paths() -> dict[str, dict[str, str]]:
             if op == "prelu" and dt == "float32" and masked_vectors():
                 path = ("rows under 512 elements in explicit vectors of 16 lanes, the last one "
                         "masked (AVX-512), longer ones a loop vectorised by LLVM, float32")
+            if op == "prelu" and short[dt]:
+                path += (f"; rows under {short[dt]} elements (a slope per row) as channels last, "
+                         "over the slopes laid out per element")
             if op == "prelu_backward":
                 path += "; grad_weight in 16 float64 lanes (explicit vectors, written-out order)"
             paths[op][dt] = path

@@ -679,6 +679,29 @@ def test_prelu_rows_of_every_length_around_the_vector_widths(dtype):
 
 
 @dtypes
+@pytest.mark.parametrize("threaded", [False, True], ids=["serial", "threaded"])
+def test_prelus_short_rows_give_the_same_bits_on_every_path(dtype, threaded, monkeypatch):
+    """Rows shorter than the half types' vectors run as channels last over the slopes laid out
+    per element (where ``_core._SHORT_ROW`` says so on this CPU), on one thread or several
+    (the outer rows split): the reference's bits, the row lengths around the limits included,
+    and the same bits as the row-by-row kernel."""
+    if threaded:
+        monkeypatch.setattr(_core, "PARALLEL_MIN_BYTES", 1)
+    rng = np.random.default_rng(43)
+    for inner in (1, 2, 4, 15, 16, 17, 31, 32, 33, 55, 56, 57, 63, 64, 65):
+        x = random_values(rng, (5, 7, inner), dtype)
+        w = rng.uniform(-1, 1, 7).astype(dtype)
+        want = ref_prelu(x, w.reshape(1, 7, 1))
+        assert_same(leakyops.prelu(x, w), want)
+        rowwise = np.empty_like(x)
+        monkeypatch.setattr(_core, "_SHORT_ROW", {dt: 0 for dt in _core._SHORT_ROW})
+        assert_same(leakyops.prelu(x, w, out=rowwise), want)
+        monkeypatch.undo()
+        if threaded:
+            monkeypatch.setattr(_core, "PARALLEL_MIN_BYTES", 1)
+
+
+@dtypes
 def test_a_one_element_weight_takes_leaky_relus_loop_with_the_weights_bits(dtype):
     """PReLU(1)'s weight (one element, 1-D) on a contiguous x runs leaky_relu's loop with the
     weight's value as the slope: the reference's bits for every special weight (NaN, ±inf,

@@ -45,17 +45,17 @@ Kernels never validate and never allocate Python objects; they release the GIL. 
 (``_core.py``) chooses the kernel and whether it runs threaded.
 """
 
-from ._jit import BF16_CVT, MASKED_VECTORS, entry_point
+from ._jit import BF16_CVT, MASKED_VECTORS, SOFT_HALF, entry_point
 from ._loops import (PARTIALS_BUDGET, UNIT, combine_partials, copy_row, lrelu_bwd_nd, round_sums,
                      lrelu_bwd_row, lrelu_fwd_nd, lrelu_fwd_nd_inplace, lrelu_fwd_row,
                      lrelu_fwd_row_inplace, prelu_bwd_c_run, prelu_bwd_nd, prelu_fwd_c_run,
-                     prelu_fwd_nd)
+                     prelu_fwd_nd, prelu_fwd_short_run)
 from ._rules import (DNNL_ELTWISE, DNNL_ELTWISE_HALF, DNNL_JIT, DNNL_JIT_AVX, DNNL_JIT_AVX2,
                      DNNL_JIT_SSE41, DNNL_REF, DNNL_RELU, VIEW_DTYPES, Rule, f2h_soft, h2f_soft)
 from ._threaded import (copy_row_par, lrelu_bwd_nd_par, lrelu_bwd_row_par, lrelu_fwd_nd_inplace_par,
                         lrelu_fwd_nd_par, lrelu_fwd_row_inplace_par, lrelu_fwd_row_par,
                         prelu_bwd_c_run_par, prelu_bwd_nd_par, prelu_fwd_c_run_par,
-                        prelu_fwd_nd_par)
+                        prelu_fwd_nd_par, prelu_fwd_short_run_par)
 
 __all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL_JIT",
            "DNNL_JIT_AVX2", "DNNL_JIT_AVX", "DNNL_JIT_SSE41", "DNNL_ELTWISE_HALF",
@@ -66,4 +66,5 @@ __all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL
            "lrelu_fwd_nd_par", "lrelu_fwd_nd_inplace_par", "lrelu_bwd_nd_par",
            "prelu_fwd_nd_par", "prelu_fwd_c_run_par", "prelu_bwd_nd_par", "prelu_bwd_c_run_par",
            "copy_row_par", "UNIT", "PARTIALS_BUDGET", "h2f_soft", "f2h_soft", "round_sums",
-           "BF16_CVT", "MASKED_VECTORS"]
+           "BF16_CVT", "MASKED_VECTORS", "SOFT_HALF", "prelu_fwd_short_run",
+           "prelu_fwd_short_run_par"]

@@ -660,6 +660,28 @@ def prelu_fwd_c_run(x, out, w, per_k, ge, axis):
     prelu_fwd_c(x, out, w, per_k, ge, axis, 0, x.shape[axis])
 
 
+@_jit
+def slope_pattern(w, inner):
+    """Each slope of ``w`` ``inner`` times in a row: the slopes of one (C, inner) block of a
+    C-contiguous (outer, C, inner) array, element by element."""
+    pattern = np.empty(w.shape[0] * inner, w.dtype)
+    for j in range(w.shape[0]):
+        for k in range(inner):
+            pattern[j * inner + k] = w[j]
+    return pattern
+
+
+@_jit
+def prelu_fwd_short_run(x, out, w, ge):
+    """prelu on C-contiguous (outer, C, inner) views with a slope per row, rows short: the
+    slopes laid out per element (``slope_pattern``) and the (1, outer, C * inner) views run as
+    channels last, in rows of C * inner elements instead of outer * C rows of ``inner`` (each
+    row of a half type costs a vector with a masked tail; the core decides when)."""
+    n0, c, inner = x.shape
+    prelu_fwd_c(x.reshape((1, n0, c * inner)), out.reshape((1, n0, c * inner)),
+                slope_pattern(w, inner), True, ge, 1, 0, n0)
+
+
 def _rows_into_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps):
     """Write ``gi`` over rows i0:i1 of channel j of C-contiguous 3-D views, add their terms
     into channel j's compensated lanes (``sums``, ``comps``) and return them, element k of each

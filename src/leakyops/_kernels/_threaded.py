@@ -16,7 +16,7 @@ from ._jit import _jit
 from ._loops import (_part, combine_partials, copy_row, lrelu_bwd_nd, lrelu_bwd_row, lrelu_fwd_nd,
                      lrelu_fwd_nd_inplace, lrelu_fwd_row, lrelu_fwd_row_inplace, prelu_bwd_c,
                      prelu_bwd_c_state, prelu_bwd_nd, prelu_bwd_rows, prelu_fwd_c, prelu_fwd_nd,
-                     round_lanes, start_lanes)
+                     round_lanes, slope_pattern, start_lanes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,6 +153,18 @@ def prelu_fwd_c_run_par(x, out, w, per_k, ge, axis, nthreads):
     for c in prange(nthreads):
         lo, hi = _part(n, nthreads, c)
         prelu_fwd_c(x, out, w, per_k, ge, axis, lo, hi)
+
+
+@_jit(parallel=True)
+def prelu_fwd_short_run_par(x, out, w, ge, nthreads):
+    """``prelu_fwd_short_run`` in parallel: the outer rows in as many parts as threads."""
+    n0, c, inner = x.shape
+    pattern = slope_pattern(w, inner)
+    x2, out2 = x.reshape((1, n0, c * inner)), out.reshape((1, n0, c * inner))
+    parts = max(1, min(nthreads, n0))
+    for u in prange(parts):
+        lo, hi = _part(n0, parts, u)
+        prelu_fwd_c(x2, out2, pattern, True, ge, 1, lo, hi)
 
 
 @_jit(parallel=True)
