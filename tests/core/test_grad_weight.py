@@ -252,6 +252,8 @@ def width_cases(dtype_ids=tuple(DTYPE_IDS)):
         for layout, shape, channels in [
                 ("rows", (2, 3, 2 * 2048 + 13), 3),   # several stretches and a tail
                 ("rows", (5, 3, 37), 3),              # short rows: mostly tail
+                ("rows", (9, 3, 5), 3),               # rows of at most 8: the first lanes only
+                ("rows", (9, 3, 8), 3),
                 ("strided", (2, 3, 2 * (2048 + 301)), 3),
                 ("one_channel_strided", (2, 1, 2 * 2053), 1),
                 ("channels_last", (3001, 5), 5),

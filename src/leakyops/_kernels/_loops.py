@@ -708,9 +708,28 @@ def _rows_per_block(n2):
     return 1 if n2 >= 256 else max(1, _BLOCK // max(n2, LANES))
 
 
+#: Rows of at most this many elements add into the first lanes only, in vectors this wide.
+_SHORT_LANES = 8
+
+
 def _rows_into_lanes_exact(g, x, gi, i0, i1, j, s, ge, sums, comps):
     n2 = x.shape[2]
     acc = vsplat(-0.0, LANES)  # (the identity: a sum of -0 terms stays -0)
+    if n2 <= _SHORT_LANES:
+        # rows that fill only the first lanes: the same additions in vectors of _SHORT_LANES
+        # (the other lanes stay -0, as below), then set into the first lanes of ``acc``
+        short = vsplat(-0.0, _SHORT_LANES)
+        for i in range(i0, i1):
+            xt = vload_first(x, (i, j, 0), _SHORT_LANES, n2)
+            gt = vload_first(g, (i, j, 0), _SHORT_LANES, n2)
+            xtv = _load(xt, gi)
+            gtv = _load(gt, gi)
+            vstore_first(gi, (i, j, 0), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), n2)
+            short = vselect(viota(_SHORT_LANES) < n2, short + _term_of(xt, gt, xtv, gtv, ge),
+                            short)
+        for m in range(_SHORT_LANES):
+            acc = vset_lane(acc, m, vlane(short, m))
+        return _kahan_add(sums, comps, acc)
     for i in range(i0, i1):
         k = 0
         while k + LANES <= n2:

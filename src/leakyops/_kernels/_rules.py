@@ -18,7 +18,7 @@ from .._config import NJIT_OPTIONS
 from ._jit import AVX_BLEND as _AVX_BLEND
 from ._jit import BF16_CVT as _BF16_CVT
 from ._jit import SOFT_HALF as _SOFT_HALF
-from ._vector import (LANES, Vec, _is_mask, _operand, blend_avx, blends_avx, round_bf16_hw,
+from ._vector import (Vec, _is_mask, _operand, blend_avx, blends_avx, round_bf16_hw,
                       vbitcast, vconvert, vlane, vset_lane)
 
 
@@ -267,22 +267,36 @@ def _ol_to32(v):
     return lambda v: np.float32(v)
 
 
-@njit(**NJIT_OPTIONS)
 def _lanes_h2f_soft(v):
     """float16 bits to float32 lane by lane, in software (no F16C): the same values."""
-    out = vconvert(v, np.float32)  # (only the type: every lane is replaced)
-    for m in range(LANES):
-        out = vset_lane(out, m, h2f_soft(vlane(v, m)))
-    return out
 
 
-@njit(**NJIT_OPTIONS)
+@overload(_lanes_h2f_soft, jit_options=NJIT_OPTIONS)
+def _ol_lanes_h2f_soft(v):
+    n = v.n  # (every lane of a vector of any width: a loop over LANES left 8-lane ones wrong)
+
+    def widen(v):
+        out = vconvert(v, np.float32)  # (only the type: every lane is replaced)
+        for m in range(n):
+            out = vset_lane(out, m, h2f_soft(vlane(v, m)))
+        return out
+    return widen
+
+
 def _lanes_f2h_soft(v):
     """float32 to float16 bits lane by lane, in software (no F16C)."""
-    out = vconvert(vbitcast(v, np.uint32), np.uint16)  # (only the type)
-    for m in range(LANES):
-        out = vset_lane(out, m, f2h_soft(vlane(v, m)))
-    return out
+
+
+@overload(_lanes_f2h_soft, jit_options=NJIT_OPTIONS)
+def _ol_lanes_f2h_soft(v):
+    n = v.n
+
+    def narrow(v):
+        out = vconvert(vbitcast(v, np.uint32), np.uint16)  # (only the type)
+        for m in range(n):
+            out = vset_lane(out, m, f2h_soft(vlane(v, m)))
+        return out
+    return narrow
 
 
 @overload(_narrow, inline="always", jit_options=NJIT_OPTIONS)
