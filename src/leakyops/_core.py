@@ -1091,8 +1091,8 @@ def _plain_prelu_layout(x, weight, axis, shared=False):
     (``_PRELU_LAYOUTS``). ``shared``: a one-element 1-D weight (PyTorch's ``PReLU(1)``) gives
     ``_SHARED_SLOPE`` (one slope for every element, leaky_relu's loop), else None."""
     if type(x) is not np.ndarray or type(weight) is not np.ndarray or type(axis) is not int \
-            or weight.dtype is not x.dtype:
-        return None
+            or weight.dtype is not x.dtype or x.dtype not in _FAST_VIEW:
+        return None  # (another dtype: the general path names it)
     key = (x.shape, weight.shape, axis)
     layout = _PRELU_LAYOUTS.get(key, False)
     if layout is False:

@@ -142,6 +142,14 @@ def test_unsupported_dtypes_are_type_errors(bad):
         leakyops.prelu(x, np.float32(0.1))
     with pytest.raises(TypeError, match=r"leaky_relu_backward: grad_output has dtype"):
         leakyops.leaky_relu_backward(x, np.zeros(3, np.float32), 0.1)
+    # a weight of x's own (unsupported) dtype, contiguous: the contiguous paths' layout does
+    # not take it (it reached numba's typing, or a KeyError, before)
+    x3 = np.zeros((2, 3, 4), dtype=bad)
+    for w in (np.zeros(3, dtype=bad), np.zeros(1, dtype=bad)):
+        with pytest.raises(TypeError, match=r"prelu: x has dtype .*supported: float16, bfloat16"):
+            leakyops.prelu(x3, w)
+    with pytest.raises(TypeError, match=r"prelu_backward: x has dtype .*supported: float16"):
+        leakyops.prelu_backward(x3, x3, np.zeros(3, dtype=bad))
 
 
 def test_half_types_round_once_from_float32():
