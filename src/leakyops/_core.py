@@ -699,7 +699,8 @@ _WEIGHTS = {_kernels.prelu_bwd_c_run: _WEIGHT_PRELU_BWD, _kernels.lrelu_fwd_row:
 #: float16 on AVX-512 L = 4 / 16 / 31 / 39 0.88 / 0.84 / 1.89 / 0.89 -> 0.46 / 0.64 / 0.92 /
 #: 1.05; float16 on AVX2 (F16C) L = 4 / 31 / 39 / 64 0.77 / 2.0 / 3.16 / 2.07 -> 0.47 / 1.21 /
 #: 1.42 / 1.90; bfloat16 on AVX2, float32 and float64 gained nowhere or lost.
-_SHORT_ROW = {dt: _cpu.prelu_short_rows()[dt.name] for dt in SUPPORTED_DTYPES}
+_limits = _cpu.prelu_short_rows()  # (one call: it reads the CPU's features and the caps)
+_SHORT_ROW = {dt: _limits[dt.name] for dt in SUPPORTED_DTYPES}
 #: The largest slope pattern (elements) ``prelu_fwd_short_run`` lays out.
 _PATTERN_MAX = 1 << 16
 

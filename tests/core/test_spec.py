@@ -702,11 +702,9 @@ def test_prelus_short_rows_give_the_same_bits_on_every_path(dtype, threaded, mon
         want = ref_prelu(x, w.reshape(1, 7, 1))
         assert_same(leakyops.prelu(x, w), want)
         rowwise = np.empty_like(x)
-        monkeypatch.setattr(_core, "_SHORT_ROW", {dt: 0 for dt in _core._SHORT_ROW})
-        assert_same(leakyops.prelu(x, w, out=rowwise), want)
-        monkeypatch.undo()
-        if threaded:
-            monkeypatch.setattr(_core, "PARALLEL_MIN_BYTES", 1)
+        with monkeypatch.context() as m:
+            m.setattr(_core, "_SHORT_ROW", {dt: 0 for dt in _core._SHORT_ROW})
+            assert_same(leakyops.prelu(x, w, out=rowwise), want)
 
 
 @dtypes
