@@ -658,38 +658,18 @@ def _entry(fn, args, flags):
     return ep
 
 
-#: How much a byte of output weighs against ``PARALLEL_MIN_BYTES`` per kernel and kernel view
-#: dtype: the measured crossovers of one thread and two (AMD EPYC Zen 3, numba's OpenMP team:
-#: docs/benchmarks.md) divided into 128 KiB. The element-wise loops cross at about 140 KB of
-#: float32 or float64 output, 80 KB of float16, under 50 KB of bfloat16 (its rounding is the
-#: work); prelu_backward at about 260 KB of float32 (its lanes, allocated per call, and the
-#: combine cost more than two threads save below), 50 KB of bfloat16.
-_WEIGHT = {np.dtype(np.float32): 1.0, np.dtype(np.float64): 1.0, np.dtype(np.uint16): 1.6,
-           np.dtype(np.int16): 2.6}
-_WEIGHT_PRELU_BWD = {np.dtype(np.float32): 0.5, np.dtype(np.float64): 0.5,
-                     np.dtype(np.uint16): 2.0, np.dtype(np.int16): 2.6}
-#: leaky_relu's, leaky_relu_backward's and prelu's: on AVX-512 the half types' loops are
-#: explicit 16- and 32-lane vectors (float16; bfloat16 rounded by AVX512-BF16), and one thread
-#: stays faster up to about 100,000 elements of either (leaky_relu, out of place and in place),
-#: 85,000 (prelu) and 70,000 (leaky_relu_backward) on AMD EPYC Zen 5; elsewhere (the AVX2
-#: caps there: 25,000-50,000 elements) they weigh as measured on Zen 3.
-_WEIGHT_FWD, _WEIGHT_BWD, _WEIGHT_PRELU = dict(_WEIGHT), dict(_WEIGHT), dict(_WEIGHT)
-for _view, _fast in ((np.dtype(np.uint16), _kernels.MASKED_VECTORS),
-                     (np.dtype(np.int16), _kernels.BF16_CVT)):
-    if _fast:
-        _WEIGHT_FWD[_view], _WEIGHT_BWD[_view], _WEIGHT_PRELU[_view] = 0.64, 0.9, 0.8
-#: The in-place loop reads and writes the same lines (no second array fetched to be written):
-#: one thread stays faster for longer. AMD EPYC Zen 5, one thread against two: float32 crosses
-#: at about 120,000 elements (480 KB; 100,000 under the AVX2 caps), float64 at about 100,000
-#: (800 KB; 50,000); the half types as out of place (docs/benchmarks.md, 2026-11-27 night).
-_WEIGHT_INPLACE = {**_WEIGHT_FWD, np.dtype(np.float32): 0.3, np.dtype(np.float64): 0.3}
-for _w in (_WEIGHT, _WEIGHT_PRELU_BWD, _WEIGHT_FWD, _WEIGHT_BWD, _WEIGHT_PRELU, _WEIGHT_INPLACE):
-    # (the half storage dtypes weigh as their views)
-    _w.update({dt: _w[_FAST_VIEW[dt]] for dt in SUPPORTED_DTYPES if _FAST_VIEW[dt] is not None})
-#: Each contiguous-path kernel's weights.
-_WEIGHTS = {_kernels.prelu_bwd_c_run: _WEIGHT_PRELU_BWD, _kernels.lrelu_fwd_row: _WEIGHT_FWD,
-            _kernels.lrelu_fwd_row_inplace: _WEIGHT_INPLACE, _kernels.lrelu_bwd_row: _WEIGHT_BWD,
-            _kernels.prelu_fwd_c_run: _WEIGHT_PRELU, _kernels.prelu_fwd_short_run: _WEIGHT_PRELU}
+#: How much a byte of output weighs against ``PARALLEL_MIN_BYTES``, per contiguous-path kernel
+#: and storage dtype (and its kernel view): ``_cpu.thread_weights``, the measured crossovers of
+#: one thread and two on this CPU's paths.
+_cpu_weights = _cpu.thread_weights()  # (one call: it reads the CPU's features and the caps)
+_WEIGHTS = {}
+for _fn, _op in ((_kernels.lrelu_fwd_row, "leaky_relu"), (_kernels.lrelu_fwd_row_inplace,
+                 "leaky_relu_"), (_kernels.lrelu_bwd_row, "leaky_relu_backward"),
+                (_kernels.prelu_fwd_c_run, "prelu"), (_kernels.prelu_fwd_short_run, "prelu"),
+                (_kernels.prelu_bwd_c_run, "prelu_backward")):
+    _WEIGHTS[_fn] = {dt: _cpu_weights[_op][dt.name] for dt in SUPPORTED_DTYPES}
+    _WEIGHTS[_fn].update({_FAST_VIEW[dt]: _cpu_weights[_op][dt.name] for dt in SUPPORTED_DTYPES
+                          if _FAST_VIEW[dt] is not None})
 
 #: prelu's rows (slope per row) shorter than this many elements run as channels last over the
 #: slopes laid out per element (``prelu_fwd_short_run``): a half type's row costs one vector
@@ -708,7 +688,8 @@ _PATTERN_MAX = 1 << 16
 #: prelu_backward's contiguous path: below this many elements of a storage dtype it runs on
 #: one thread (``_run_fast``'s decision, from the same weights, made once per dtype, so that
 #: the path calls the entry point itself: 0.2-0.3 µs of a 4 µs call).
-_PRELU_BWD_SERIAL = {dt: math.ceil(PARALLEL_MIN_BYTES / (dt.itemsize * _WEIGHT_PRELU_BWD[dt]))
+_PRELU_BWD_SERIAL = {dt: math.ceil(PARALLEL_MIN_BYTES
+                                   / (dt.itemsize * _WEIGHTS[_kernels.prelu_bwd_c_run][dt]))
                      for dt in SUPPORTED_DTYPES}
 
 
@@ -720,7 +701,7 @@ def _run_fast(fn, args, flags, nbytes: int) -> None:
     a compiled entry point takes them as they are (see ``_FAST_VIEW``); they are viewed only
     where numba must see the types (a first call, the threaded twin)."""
     dt = args[0].dtype
-    nbytes *= _WEIGHTS.get(fn, _WEIGHT).get(dt, 1.0)
+    nbytes *= _WEIGHTS[fn].get(dt, 1.0)
     # (one thread allowed, or too little work: the serial entry point, found without a call)
     threads = 1 if nbytes < PARALLEL_MIN_BYTES else _threads.parallel_threads()
     if threads == 1:

@@ -27,6 +27,9 @@ The kernels take one path per (operator, dtype), decided here once (:func:`kerne
   AVX's masked stores, several times slower on AMD's Zen), else the portable loop (AVX-512's
   masked stores are fast: the blends, 256 bits at a time, were 1.4x slower there).
 
+Where a contiguous call starts the threads is decided here too (:func:`thread_weights`, the
+measured crossovers of one thread and two on these paths), and stated in each path.
+
 The paths give the same bits; they differ in speed. ``LEAKYOPS_MAX_CPU_ISA`` caps them, as
 ``ONEDNN_MAX_CPU_ISA`` caps oneDNN: ``portable`` takes the portable path everywhere (the tests
 force it too), ``avx`` allows the AVX blends, ``f16c`` F16C as well, ``avx512bf16`` the
@@ -41,10 +44,12 @@ True
 from __future__ import annotations
 
 import functools
+import math
 import os
 
 __all__ = ["host_features", "host_name", "target", "target_features", "CAP_ENV", "cap", "LEVELS",
-           "soft_half", "avx_blend", "bf16_convert", "masked_vectors", "kernel_paths",
+           "soft_half", "avx_blend", "bf16_convert", "masked_vectors", "prelu_short_rows",
+           "thread_weights", "thread_thresholds", "kernel_paths",
            "runtime_info"]
 
 #: The environment variable that caps the instruction sets the kernels use.
@@ -215,6 +220,48 @@ _OPERATORS = ("leaky_relu", "leaky_relu_", "leaky_relu_backward", "prelu", "prel
 _DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
+def thread_weights() -> dict[str, dict[str, float]]:
+    """Per operator and dtype, how much a byte of a contiguous call's output weighs against
+    ``LEAKYOPS_PARALLEL_MIN_BYTES`` (128 KiB unless set): such a call runs on the threads from
+    that many weighted bytes on (:func:`thread_thresholds` in elements). The weights are the
+    measured crossovers of one thread and two divided into 128 KiB (docs/benchmarks.md):
+
+    - AMD EPYC Zen 3 (AVX2), numba's OpenMP team: the element-wise loops cross at about 140 KB
+      of float32 or float64 output, 80 KB of float16, under 50 KB of bfloat16 (its rounding is
+      the work); ``prelu_backward`` at about 260 KB of float32 (its lanes, allocated per call,
+      and the combine cost more than two threads save below), 50 KB of bfloat16.
+    - AMD EPYC Zen 5, where the half types' loops are explicit 16- and 32-lane vectors
+      (float16 with AVX-512 masks, bfloat16 rounded by AVX512-BF16): one thread stays faster up
+      to about 100,000 elements of either (``leaky_relu``, both forms), 85,000 (``prelu``) and
+      70,000 (``leaky_relu_backward``); under the AVX2 caps there they cross at 25,000-50,000,
+      as on Zen 3.
+    - In place (the loop reads and writes the same lines), Zen 5: float32 crosses at about
+      120,000 elements (480 KB; 100,000 under the AVX2 caps), float64 at about 100,000
+      (800 KB; 50,000); its half types as out of place.
+    """
+    base = {"float16": 1.6, "bfloat16": 2.6, "float32": 1.0, "float64": 1.0}
+    fwd, bwd, prelu = dict(base), dict(base), dict(base)
+    for dtype, explicit in (("float16", masked_vectors()), ("bfloat16", bf16_convert())):
+        if explicit:
+            fwd[dtype], bwd[dtype], prelu[dtype] = 0.64, 0.9, 0.8
+    return {"leaky_relu": fwd, "leaky_relu_": {**fwd, "float32": 0.3, "float64": 0.3},
+            "leaky_relu_backward": bwd, "prelu": prelu,
+            "prelu_backward": {"float16": 2.0, "bfloat16": 2.6, "float32": 0.5, "float64": 0.5}}
+
+
+_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+
+
+def thread_thresholds() -> dict[str, dict[str, int]]:
+    """Per operator and dtype, the elements from which a contiguous call runs on the threads
+    (where more than one is allowed): ``LEAKYOPS_PARALLEL_MIN_BYTES`` over the weighted bytes
+    of an element (:func:`thread_weights`)."""
+    from ._config import PARALLEL_MIN_BYTES  # (a leaf module: the environment's threshold)
+
+    return {op: {dt: math.ceil(PARALLEL_MIN_BYTES / (_ITEMSIZE[dt] * w)) for dt, w in wts.items()}
+            for op, wts in thread_weights().items()}
+
+
 def kernel_paths() -> dict[str, dict[str, str]]:
     """The path each operator takes for each dtype, in words: ``{operator: {dtype: path}}``."""
     conversions = {
@@ -226,6 +273,7 @@ def kernel_paths() -> dict[str, dict[str, str]]:
         "float64": "float64",
     }
     short = prelu_short_rows()
+    threads_from = thread_thresholds()
     paths: dict[str, dict[str, str]] = {}
     for op in _OPERATORS:
         paths[op] = {}
@@ -241,7 +289,7 @@ def kernel_paths() -> dict[str, dict[str, str]]:
                          "over the slopes laid out per element")
             if op == "prelu_backward":
                 path += "; grad_weight in 16 float64 lanes (explicit vectors, written-out order)"
-            paths[op][dt] = path
+            paths[op][dt] = path + f"; threads from {threads_from[op][dt]:,} elements (contiguous)"
     return paths
 
 

@@ -14,6 +14,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import leakyops
@@ -163,3 +164,33 @@ def test_the_portable_path_passes_the_float16_tests_against_pytorch():
                        cwd=_ROOT, env=env, capture_output=True, text=True, timeout=1800)
     tail = "\n".join(r.stdout.splitlines()[-15:])
     assert r.returncode == 0 and " passed" in tail, tail + r.stderr[-2000:]
+
+
+_CALLS = {
+    "leaky_relu": lambda x: leakyops.leaky_relu(x, 0.5),
+    "leaky_relu_": lambda x: leakyops.leaky_relu_(x, 0.5),
+    "leaky_relu_backward": lambda x: leakyops.leaky_relu_backward(x, x, 0.5),
+    "prelu": lambda x: leakyops.prelu(x, x, axis=0),  # (channels last: a weight per element)
+    "prelu_backward": lambda x: leakyops.prelu_backward(x, x, x, axis=0),
+}
+
+
+@pytest.mark.skipif(leakyops.get_num_threads() < 2, reason="one thread allowed: never threaded")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("op", list(_CALLS))
+def test_each_path_starts_the_threads_where_its_description_says(monkeypatch, op, dtype):
+    """``threads from N elements`` in the paths (``_cpu.thread_thresholds``) is where the core
+    asks for the threads: a contiguous call of N - 1 elements runs on this thread, one of N
+    enters the parallel region (spied: the spy declines, and the serial kernel runs)."""
+    from leakyops import _core, _threads
+    from leakyops._cli_io import np_dtype
+
+    n = _cpu.thread_thresholds()[op][dtype]
+    assert f"threads from {n:,} elements" in _cpu.kernel_paths()[op][dtype]
+    asked = []
+    monkeypatch.setattr(_threads, "enter_parallel", lambda: asked.append(1) and False)
+    assert _core._threads is _threads
+    for size, threaded in ((n - 1, False), (n, True)):
+        asked.clear()
+        _CALLS[op](np.full(size, -1.0, np_dtype(dtype)))
+        assert bool(asked) is threaded, (op, dtype, size)
