@@ -693,6 +693,19 @@ _PRELU_BWD_SERIAL = {dt: math.ceil(PARALLEL_MIN_BYTES
                      for dt in SUPPORTED_DTYPES}
 
 
+def _storage_entry(fn, args, flags):
+    """The entry point of ``fn`` for the contiguous path's arguments ``args`` of a storage
+    dtype, kept in ``_ENTRY`` under that dtype: on a first call compiled for the arrays'
+    kernel views (numba must see those types; a compiled entry point then takes the half
+    types as they are, see ``_FAST_VIEW``)."""
+    dt = args[0].dtype
+    view = _FAST_VIEW.get(dt)
+    if view is not None:
+        args = tuple(a.view(view) if type(a) is np.ndarray and a.dtype is dt else a for a in args)
+    ep = _ENTRY[fn, dt, flags] = _entry(fn, args, flags)
+    return ep
+
+
 def _run_fast(fn, args, flags, nbytes: int) -> None:
     """A contiguous-path kernel ``fn(*args)``, or its threaded twin ``_THREADED[fn]`` with
     the thread count appended when the work (``nbytes`` of output, weighted) is large.
@@ -1375,11 +1388,10 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
         if type(out) is not tuple or len(out) != 2:
             return None
         gi, gw = out
-    if gi is None:
+    given = gi is not None  # (then its overlap with the others is still to be tested)
+    if not given:
         gi = np.empty(shape, dt)
-    elif not (type(gi) is np.ndarray and gi.dtype is dt and gi.shape == shape and gi.flags.carray
-              and not _may_share(gi, x) and not _may_share(gi, g) and not _may_share(gi, weight)
-              and (gw is None or not _may_share(gi, gw))):
+    elif not (type(gi) is np.ndarray and gi.dtype is dt and gi.shape == shape and gi.flags.carray):
         return None  # (``carray``: C-contiguous, aligned, writeable)
     if gw is None:
         gw = np.empty(weight.shape, dt)
@@ -1392,10 +1404,18 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
     else:
         gv, xv, giv = g.reshape(shape3), x.reshape(shape3), gi.reshape(shape3)
     if gi.size < _PRELU_BWD_SERIAL[dt]:  # (one thread: the entry point without a call)
+        args = (gv, xv, giv, weight, gw, per_k, rule)  # (half types as they are: _FAST_VIEW)
+        if given:  # the kernel tests the overlap, cheaper than four tests here
+            ep = _ENTRY.get((_kernels.prelu_bwd_c_run_out, dt, (per_k, rule))) \
+                or _storage_entry(_kernels.prelu_bwd_c_run_out, args, (per_k, rule))
+            return (gi, gw) if ep(*args) else None
         ep = _ENTRY.get((_kernels.prelu_bwd_c_run, dt, (per_k, rule)))
-        if ep is not None:  # (half types given as they are: see _FAST_VIEW)
-            ep(gv, xv, giv, weight, gw, per_k, rule)
+        if ep is not None:
+            ep(*args)
             return gi, gw
+    elif given and (_may_share(gi, x) or _may_share(gi, g) or _may_share(gi, weight)
+                    or _may_share(gi, gw)):
+        return None
     _prelu_backward_c(gv, xv, giv, weight, per_k, rule, gw)
     return gi, gw
 

@@ -813,6 +813,44 @@ def test_partial_overlap_is_as_if_no_overlap():
     assert_same(xw, expected)
 
 
+@dtypes
+@pytest.mark.parametrize("threaded", [False, True], ids=["one-thread", "threaded"])
+def test_prelu_backward_grad_input_beside_or_over_each_operand(dtype, threaded):
+    """grad_input given in one buffer with another operand, one element past its end or
+    before its start (no overlap: the contiguous path) and overlapping it by one element
+    (the kernel's own bounds test on one thread, Python's on the threads, sends it the general
+    way): grad_output, x, the weight as if they did not share (the results of copies), a
+    grad_weight that overlaps grad_input refused. The sizes: one thread, and the threads."""
+    rng = np.random.default_rng(31)
+    c, n2 = 4, (_core._PRELU_BWD_SERIAL[np.dtype(dtype)] // 4 + 7 if threaded else 13)
+    shape, n = (1, c, n2), c * n2
+    x, g = random_values(rng, shape, dtype), random_values(rng, shape, dtype)
+    w = random_values(rng, c, dtype, special_share=0)
+    want_gi, want_gw = leakyops.prelu_backward(g, x, w)
+    for name, size in (("g", n), ("x", n), ("w", c), ("gw", c)):
+        for gap in (0, -1):  # (gi right after the operand; gi over its last element)
+            for gi_first in (False, True):
+                buf = np.zeros(n + size + 1, dtype)
+                at = size + gap if not gi_first else 0
+                op_at = 0 if not gi_first else n + gap
+                gi = buf[at:at + n].reshape(shape)
+                arrays = {"g": g, "x": x, "w": w, "gw": np.zeros(c, dtype)}
+                held = buf[op_at:op_at + size]
+                if name != "gw":
+                    held[...] = arrays[name].reshape(-1)
+                arrays[name] = held.reshape(arrays[name].shape)
+                if name == "gw" and gap == -1:
+                    with pytest.raises(ValueError, match="overlap"):
+                        leakyops.prelu_backward(arrays["g"], arrays["x"], arrays["w"],
+                                                out=(gi, arrays["gw"]))
+                    continue
+                got = leakyops.prelu_backward(arrays["g"], arrays["x"], arrays["w"],
+                                              out=(gi, arrays["gw"]))
+                assert got[0] is gi and got[1] is arrays["gw"], (name, gap, gi_first)
+                assert_same(gi, want_gi)
+                assert_same(arrays["gw"], want_gw)
+
+
 @pytest.mark.parametrize("shared", ["x", "grad_output", "weight"])
 def test_prelu_backward_grad_weight_sharing_an_input_is_as_if_it_did_not(shared):
     """grad_weight written over memory an input still needs, on the threaded contiguous path:

@@ -906,3 +906,25 @@ def prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge):
             lo, hi = _part(x.shape[1], parts, u)
             prelu_bwd_c(g, x, gi, w, partials[u, 0], partials[u, 1], lo, hi, ge)
         combine_partials(partials, acc, ge)
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _overlap(a, b):
+    """Whether the bytes of two C-contiguous arrays overlap (``np.may_share_memory``'s bounds
+    test, which is exact for them)."""
+    if a.size == 0 or b.size == 0:
+        return False
+    pa, pb = a.ctypes.data, b.ctypes.data
+    return pa < pb + b.size * b.itemsize and pb < pa + a.size * a.itemsize
+
+
+@_jit
+def prelu_bwd_c_run_out(g, x, gi, w, acc, per_k, ge):
+    """``prelu_bwd_c_run`` into results the caller gave (C-contiguous, of the right shapes and
+    dtype): False, nothing written, where ``gi`` shares memory with ``g``, ``x``, ``w`` or
+    ``acc`` (the caller then goes the general way, through a temporary); else the backward,
+    True. The four bounds tests cost nanoseconds here, 85 ns each in Python."""
+    if _overlap(gi, g) or _overlap(gi, x) or _overlap(gi, w) or _overlap(gi, acc):
+        return False
+    prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge)
+    return True
