@@ -693,22 +693,10 @@ _PRELU_BWD_SERIAL = {dt: math.ceil(PARALLEL_MIN_BYTES
                      for dt in SUPPORTED_DTYPES}
 
 
-def _storage_entry(fn, args, flags):
-    """The entry point of ``fn`` for the contiguous path's arguments ``args`` of a storage
-    dtype, kept in ``_ENTRY`` under that dtype: on a first call compiled for the arrays'
-    kernel views (numba must see those types; a compiled entry point then takes the half
-    types as they are, see ``_FAST_VIEW``)."""
-    dt = args[0].dtype
-    view = _FAST_VIEW.get(dt)
-    if view is not None:
-        args = tuple(a.view(view) if type(a) is np.ndarray and a.dtype is dt else a for a in args)
-    ep = _ENTRY[fn, dt, flags] = _entry(fn, args, flags)
-    return ep
-
-
-def _run_fast(fn, args, flags, nbytes: int) -> None:
+def _run_fast(fn, args, flags, nbytes: int):
     """A contiguous-path kernel ``fn(*args)``, or its threaded twin ``_THREADED[fn]`` with
-    the thread count appended when the work (``nbytes`` of output, weighted) is large.
+    the thread count appended when the work (``nbytes`` of output, weighted) is large; returns
+    what the kernel returns (None, or prelu_backward's bool).
 
     The arrays may be of a half storage dtype, not yet viewed as the kernel's integer dtype:
     a compiled entry point takes them as they are (see ``_FAST_VIEW``); they are viewed only
@@ -720,16 +708,14 @@ def _run_fast(fn, args, flags, nbytes: int) -> None:
     if threads == 1:
         ep = _ENTRY.get((fn, dt, flags))
         if ep is not None:
-            ep(*args)
-            return
+            return ep(*args)
     else:
         ep = _ENTRY.get((_THREADED[fn], dt, flags))
         if ep is not None and _threads.enter_parallel():
             try:
-                ep(*args, threads)
+                return ep(*args, threads)
             finally:
                 _threads.exit_parallel()
-            return
     # a first call (numba compiles or finds the entry point; a half storage dtype's arrays
     # viewed, its key given the same entry point), or the workqueue layer busy elsewhere
     view = _FAST_VIEW.get(dt)
@@ -741,14 +727,13 @@ def _run_fast(fn, args, flags, nbytes: int) -> None:
             ep = _entry(tfn, (*args, threads), flags)
             if view is not None:
                 _ENTRY[tfn, dt, flags] = ep
-            ep(*args, threads)
+            return ep(*args, threads)
         finally:
             _threads.exit_parallel()
-        return
     ep = _entry(fn, args, flags)
     if view is not None:
         _ENTRY[fn, dt, flags] = ep
-    ep(*args)
+    return ep(*args)
 
 
 #: ``np.may_share_memory`` without NumPy's ``__array_function__`` dispatch (85 ns instead of
@@ -1234,17 +1219,20 @@ def _prelu_backward_parts(grad_output, x, weight, axis, compare, bf16_flush):
     return grad_input, acc
 
 
-def _prelu_backward_c(g, x, gi, weight, per_k: bool, rule: bool, acc: np.ndarray) -> None:
+def _prelu_backward_c(g, x, gi, weight, per_k: bool, rule: bool, acc: np.ndarray) -> bool:
     """The backward over C-contiguous 3-D kernel views, or arrays of a half storage dtype
     (``_run_fast`` views them where it must; see ``_kernels.prelu_bwd_c_run``):
     ``gi`` written, the weight gradient in ``acc``: rounded once into a kernel view of the
-    result's storage dtype, or the unrounded sums into a float64 array; threaded when large."""
+    result's storage dtype, or the unrounded sums into a float64 array; threaded when large.
+    False, nothing written, where ``gi`` shares memory with another array (the general path's
+    never does: its grad_input is a temporary wherever a given one would)."""
     # (the entry points are cached by the first operand's dtype; where the weight's dtype,
     # which oneDNN's rules allow to differ, or the sums' is another, they join the key)
     dt = g.dtype
     flags = (per_k, rule) if weight.dtype is dt and acc.dtype is dt else \
         (per_k, rule, weight.dtype, acc.dtype)
-    _run_fast(_kernels.prelu_bwd_c_run, (g, x, gi, weight, acc, per_k, rule), flags, gi.nbytes)
+    return _run_fast(_kernels.prelu_bwd_c_run, (g, x, gi, weight, acc, per_k, rule), flags,
+                     gi.nbytes)
 
 
 def _prelu_backward_into(grad_input, g, x, weight, wshape, rule, out=None) -> np.ndarray:
@@ -1388,8 +1376,7 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
         if type(out) is not tuple or len(out) != 2:
             return None
         gi, gw = out
-    given = gi is not None  # (then its overlap with the others is still to be tested)
-    if not given:
+    if gi is None:  # (a given one's overlap with the others: the kernels test it)
         gi = np.empty(shape, dt)
     elif not (type(gi) is np.ndarray and gi.dtype is dt and gi.shape == shape and gi.flags.carray):
         return None  # (``carray``: C-contiguous, aligned, writeable)
@@ -1403,21 +1390,22 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
         gv, xv, giv = g, x, gi
     else:
         gv, xv, giv = g.reshape(shape3), x.reshape(shape3), gi.reshape(shape3)
+    # (the kernels return False, nothing written, where grad_input overlaps another array:
+    # the general path then takes it)
     if gi.size < _PRELU_BWD_SERIAL[dt]:  # (one thread: the entry point without a call)
-        args = (gv, xv, giv, weight, gw, per_k, rule)  # (half types as they are: _FAST_VIEW)
-        if given:  # the kernel tests the overlap, cheaper than four tests here
-            ep = _ENTRY.get((_kernels.prelu_bwd_c_run_out, dt, (per_k, rule))) \
-                or _storage_entry(_kernels.prelu_bwd_c_run_out, args, (per_k, rule))
-            return (gi, gw) if ep(*args) else None
         ep = _ENTRY.get((_kernels.prelu_bwd_c_run, dt, (per_k, rule)))
-        if ep is not None:
-            ep(*args)
-            return gi, gw
-    elif given and (_may_share(gi, x) or _may_share(gi, g) or _may_share(gi, weight)
-                    or _may_share(gi, gw)):
-        return None
-    _prelu_backward_c(gv, xv, giv, weight, per_k, rule, gw)
-    return gi, gw
+        if ep is not None:  # (half types given as they are: see _FAST_VIEW)
+            return (gi, gw) if ep(gv, xv, giv, weight, gw, per_k, rule) else None
+    else:  # (the threads: their entry point, as _run_fast would find it)
+        ep = _ENTRY.get((_kernels.prelu_bwd_c_run_par, dt, (per_k, rule)))
+        threads = _threads.parallel_threads()
+        if ep is not None and threads > 1 and _threads.enter_parallel():
+            try:
+                ran = ep(gv, xv, giv, weight, gw, per_k, rule, threads)
+            finally:
+                _threads.exit_parallel()
+            return (gi, gw) if ran else None
+    return (gi, gw) if _prelu_backward_c(gv, xv, giv, weight, per_k, rule, gw) else None
 
 
 def prelu_backward_impl(grad_output, x, weight, axis=1, out=None, *, compare=">",

@@ -48,8 +48,8 @@ Kernels never validate and never allocate Python objects; they release the GIL. 
 from ._jit import BF16_CVT, MASKED_VECTORS, SOFT_HALF, entry_point
 from ._loops import (PARTIALS_BUDGET, UNIT, combine_partials, copy_row, lrelu_bwd_nd, round_sums,
                      lrelu_bwd_row, lrelu_fwd_nd, lrelu_fwd_nd_inplace, lrelu_fwd_row,
-                     lrelu_fwd_row_inplace, prelu_bwd_c_run, prelu_bwd_c_run_out, prelu_bwd_nd,
-                     prelu_fwd_c_run, prelu_fwd_nd, prelu_fwd_short_run)
+                     lrelu_fwd_row_inplace, prelu_bwd_c_run, prelu_bwd_nd, prelu_fwd_c_run,
+                     prelu_fwd_nd, prelu_fwd_short_run)
 from ._rules import (DNNL_ELTWISE, DNNL_ELTWISE_HALF, DNNL_JIT, DNNL_JIT_AVX, DNNL_JIT_AVX2,
                      DNNL_JIT_SSE41, DNNL_REF, DNNL_RELU, VIEW_DTYPES, Rule, f2h_soft, h2f_soft)
 from ._threaded import (copy_row_par, lrelu_bwd_nd_par, lrelu_bwd_row_par, lrelu_fwd_nd_inplace_par,
@@ -61,8 +61,7 @@ __all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL
            "DNNL_JIT_AVX2", "DNNL_JIT_AVX", "DNNL_JIT_SSE41", "DNNL_ELTWISE_HALF",
            "entry_point", "lrelu_fwd_row", "lrelu_fwd_nd", "lrelu_fwd_row_inplace",
            "lrelu_fwd_nd_inplace", "lrelu_bwd_row", "lrelu_bwd_nd", "prelu_fwd_nd",
-           "prelu_fwd_c_run", "prelu_bwd_nd", "prelu_bwd_c_run", "prelu_bwd_c_run_out",
-           "combine_partials", "copy_row",
+           "prelu_fwd_c_run", "prelu_bwd_nd", "prelu_bwd_c_run", "combine_partials", "copy_row",
            "lrelu_fwd_row_par", "lrelu_fwd_row_inplace_par", "lrelu_bwd_row_par",
            "lrelu_fwd_nd_par", "lrelu_fwd_nd_inplace_par", "lrelu_bwd_nd_par",
            "prelu_fwd_nd_par", "prelu_fwd_c_run_par", "prelu_bwd_nd_par", "prelu_bwd_c_run_par",

@@ -872,6 +872,22 @@ def prelu_bwd_c(g, x, gi, w, acc, comp, lo, hi, ge):
                 acc[k], comp[k] = _kahan_add(a, c, term)
 
 
+@njit(inline="always", **NJIT_OPTIONS)
+def _overlap(a, b):
+    """Whether the bytes of two C-contiguous arrays overlap (``np.may_share_memory``'s bounds
+    test, which is exact for them)."""
+    if a.size == 0 or b.size == 0:
+        return False
+    pa, pb = a.ctypes.data, b.ctypes.data
+    return pa < pb + b.size * b.itemsize and pb < pa + a.size * a.itemsize
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _disjoint_gi(g, x, gi, w, acc):
+    """Whether prelu_backward's ``gi`` shares no memory with the other arrays."""
+    return not (_overlap(gi, g) or _overlap(gi, x) or _overlap(gi, w) or _overlap(gi, acc))
+
+
 #: Elements a unit of a split reduction covers, independent of the thread count.
 UNIT = 1 << 16
 #: Largest float64 memory the per-unit partial sums of prelu_backward may take.
@@ -895,7 +911,12 @@ def prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge):
     gradient in ``acc``, rounded once to its storage kind (a float64 ``acc``: the unrounded
     sums). Slope per row: (outer, C, inner) views, ``prelu_bwd_rows``; channels last:
     (1, outer, C) views, ``prelu_bwd_c`` over units of rows. The threaded twin gives the same
-    bits (its parts: channels, or the same units)."""
+    bits (its parts: channels, or the same units). Returns False, nothing written, where
+    ``gi`` shares memory with ``g``, ``x``, ``w`` or ``acc`` (a caller's ``out=``: it then goes
+    the general way, through a temporary; four bounds tests cost nanoseconds here, 85 ns each
+    in Python), else True."""
+    if not _disjoint_gi(g, x, gi, w, acc):
+        return False
     if not per_k:
         lanes = start_lanes(w.shape[0], ge)
         prelu_bwd_rows(g, x, gi, w, lanes, ge, 0, w.shape[0])
@@ -906,25 +927,4 @@ def prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge):
             lo, hi = _part(x.shape[1], parts, u)
             prelu_bwd_c(g, x, gi, w, partials[u, 0], partials[u, 1], lo, hi, ge)
         combine_partials(partials, acc, ge)
-
-
-@njit(inline="always", **NJIT_OPTIONS)
-def _overlap(a, b):
-    """Whether the bytes of two C-contiguous arrays overlap (``np.may_share_memory``'s bounds
-    test, which is exact for them)."""
-    if a.size == 0 or b.size == 0:
-        return False
-    pa, pb = a.ctypes.data, b.ctypes.data
-    return pa < pb + b.size * b.itemsize and pb < pa + a.size * a.itemsize
-
-
-@_jit
-def prelu_bwd_c_run_out(g, x, gi, w, acc, per_k, ge):
-    """``prelu_bwd_c_run`` into results the caller gave (C-contiguous, of the right shapes and
-    dtype): False, nothing written, where ``gi`` shares memory with ``g``, ``x``, ``w`` or
-    ``acc`` (the caller then goes the general way, through a temporary); else the backward,
-    True. The four bounds tests cost nanoseconds here, 85 ns each in Python."""
-    if _overlap(gi, g) or _overlap(gi, x) or _overlap(gi, w) or _overlap(gi, acc):
-        return False
-    prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge)
     return True

@@ -13,7 +13,7 @@ from numba import njit, prange
 
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
-from ._loops import (_part, combine_partials, copy_row, lrelu_bwd_nd, lrelu_bwd_row, lrelu_fwd_nd,
+from ._loops import (_disjoint_gi, _part, combine_partials, copy_row, lrelu_bwd_nd, lrelu_bwd_row, lrelu_fwd_nd,
                      lrelu_fwd_nd_inplace, lrelu_fwd_row, lrelu_fwd_row_inplace, prelu_bwd_c,
                      prelu_bwd_c_state, prelu_bwd_nd, prelu_bwd_rows, prelu_fwd_c, prelu_fwd_nd,
                      round_lanes, slope_pattern, start_lanes)
@@ -170,7 +170,10 @@ def prelu_fwd_short_run_par(x, out, w, ge, nthreads):
 @_jit(parallel=True)
 def prelu_bwd_c_run_par(g, x, gi, w, acc, per_k, ge, nthreads):
     """``prelu_bwd_c_run`` in parallel: slope per row, the channels in as many parts as
-    threads (each channel in one part: the same bits); channels last, its units of rows."""
+    threads (each channel in one part: the same bits); channels last, its units of rows.
+    False, nothing written, where ``gi`` shares memory with another array, as there."""
+    if not _disjoint_gi(g, x, gi, w, acc):
+        return False
     if not per_k:
         c = w.shape[0]
         lanes = start_lanes(c, ge)  # (parts own disjoint channels)
@@ -185,3 +188,4 @@ def prelu_bwd_c_run_par(g, x, gi, w, acc, per_k, ge, nthreads):
             lo, hi = _part(x.shape[1], parts, u)
             prelu_bwd_c(g, x, gi, w, partials[u, 0], partials[u, 1], lo, hi, ge)
         combine_partials(partials, acc, ge)
+    return True
