@@ -814,6 +814,27 @@ def test_partial_overlap_is_as_if_no_overlap():
 
 
 @dtypes
+@pytest.mark.parametrize("outer", [1, 2, 3, 4, 8])
+def test_prelus_threaded_split_gives_the_same_bits(dtype, outer):
+    """The threaded forward splits the outer axis where it divides evenly among the threads
+    (else the larger of the outer axis and the channels): every split gives the reference's
+    bits, on two threads and on three (thread counts a 2-CPU machine allows: numba's pool
+    may have fewer, then the count is capped)."""
+    rng = np.random.default_rng(35)
+    c = 6
+    inner = _core._PATTERN_MAX // c + 4099 // outer  # (threaded for every dtype; long rows)
+    x = random_values(rng, (outer, c, inner), dtype)
+    w = random_values(rng, c, dtype, special_share=0)
+    want = ref_prelu(x, w.reshape(1, c, 1))
+    for threads in (2, 3):
+        with leakyops.thread_limit(threads):
+            assert_same(leakyops.prelu(x, w), want)
+            out = np.empty_like(x)
+            leakyops.prelu(x, w, out=out)
+            assert_same(out, want)
+
+
+@dtypes
 @pytest.mark.parametrize("threaded", [False, True], ids=["one-thread", "threaded"])
 def test_prelu_backward_grad_input_beside_or_over_each_operand(dtype, threaded):
     """grad_input given in one buffer with another operand, one element past its end or
