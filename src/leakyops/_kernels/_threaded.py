@@ -13,10 +13,10 @@ from numba import njit, prange
 
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
-from ._loops import (_disjoint_gi, _part, combine_partials, copy_row, lrelu_bwd_nd, lrelu_bwd_row, lrelu_fwd_nd,
-                     lrelu_fwd_nd_inplace, lrelu_fwd_row, lrelu_fwd_row_inplace, prelu_bwd_c,
-                     prelu_bwd_c_state, prelu_bwd_nd, prelu_bwd_rows, prelu_fwd_c, prelu_fwd_nd,
-                     round_lanes, slope_pattern, start_lanes)
+from ._loops import (_disjoint_gi, _part, combine_partials, copy_row, lrelu_bwd_nd, lrelu_bwd_row,
+                     lrelu_fwd_nd, lrelu_fwd_nd_inplace, lrelu_fwd_row, lrelu_fwd_row_inplace,
+                     prelu_bwd_c, prelu_bwd_c_state, prelu_bwd_nd, prelu_bwd_rows, prelu_fwd_c,
+                     prelu_fwd_nd, round_lanes, slope_pattern, start_lanes)
 
 
 # ---------------------------------------------------------------------------------------------
