@@ -741,18 +741,22 @@ def _run_fast(fn, args, flags, nbytes: int):
 _may_share = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
 
 
-def _plain_dest(out, x, *others):
+def _plain_dest(out, x, *others, overlaps=True):
     """The array a contiguous path writes: a new one like ``x``, or ``out`` where it is a
     C-contiguous aligned writable ndarray of x's dtype and shape sharing no memory with ``x``
     nor ``others``; None where the general path must decide. (Dtypes are compared by
-    identity: NumPy's own dtypes are singletons, and any other goes the general way.)"""
+    identity: NumPy's own dtypes are singletons, and any other goes the general way.)
+    ``overlaps=False``: the sharing is not tested here (the kernel tests it)."""
     if out is None:
         return np.empty(x.shape, x.dtype)
     if type(out) is np.ndarray and out.dtype is x.dtype and out.shape == x.shape:
-        if out.flags.carray and not _may_share(out, x):  # (C-contiguous, aligned, writeable)
-            for a in others:
-                if _may_share(out, a):
+        if out.flags.carray:  # (C-contiguous, aligned, writeable)
+            if overlaps:
+                if _may_share(out, x):
                     return None
+                for a in others:
+                    if _may_share(out, a):
+                        return None
             return out
     return None
 
@@ -1121,16 +1125,20 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", bf16_flush=False, fn
     :func:`leaky_relu_impl`."""
     layout = _plain_prelu_layout(x, weight, axis, True) if compare in _COMPARE and not bf16_flush \
         else None
-    if layout is not None:
-        # the contiguous path, written out (see leaky_relu_impl)
+    if layout is _SHARED_SLOPE:  # (leaky_relu's loop, the weight's value the slope)
         dest = _plain_dest(out, x, weight)
         if dest is not None:
+            xf, df = (x, dest) if x.ndim == 1 else (x.ravel(), dest.ravel())
             rule = _COMPARE[compare]
-            if layout is _SHARED_SLOPE:  # (leaky_relu's loop, the weight's value the slope)
-                xf, df = (x, dest) if x.ndim == 1 else (x.ravel(), dest.ravel())
-                _run_fast(_kernels.lrelu_fwd_row, (xf, df, float(weight[0]), rule), rule,
-                          dest.nbytes)
-                return dest
+            _run_fast(_kernels.lrelu_fwd_row, (xf, df, float(weight[0]), rule), rule,
+                      dest.nbytes)
+            return dest
+    elif layout is not None:
+        # the contiguous path, written out (see leaky_relu_impl); the kernels test whether a
+        # given out shares memory with x or the weight (then False, nothing written)
+        dest = _plain_dest(out, x, overlaps=False)
+        if dest is not None:
+            rule = _COMPARE[compare]
             shape, per_k, split_axis, same = layout
             if same:
                 xv, dv = x, dest
@@ -1138,11 +1146,14 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", bf16_flush=False, fn
                 xv, dv = x.reshape(shape), dest.reshape(shape)
             if shape[2] < _SHORT_ROW[x.dtype] and shape[1] * shape[2] <= _PATTERN_MAX \
                     and not per_k:
-                _run_fast(_kernels.prelu_fwd_short_run, (xv, dv, weight, rule), rule, dest.nbytes)
+                ran = _run_fast(_kernels.prelu_fwd_short_run, (xv, dv, weight, rule), rule,
+                                dest.nbytes)
             else:
-                _run_fast(_kernels.prelu_fwd_c_run, (xv, dv, weight, per_k, rule, split_axis),
-                          (per_k, rule), dest.nbytes)
-            return dest
+                ran = _run_fast(_kernels.prelu_fwd_c_run,
+                                (xv, dv, weight, per_k, rule, split_axis), (per_k, rule),
+                                dest.nbytes)
+            if ran:
+                return dest
     return _named_call(fname, _prelu, x, weight, axis, out, compare, bf16_flush)
 
 

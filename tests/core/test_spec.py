@@ -814,6 +814,36 @@ def test_partial_overlap_is_as_if_no_overlap():
 
 
 @dtypes
+@pytest.mark.parametrize("threaded", [False, True], ids=["one-thread", "threaded"])
+@pytest.mark.parametrize("inner", [5, 300], ids=["short-rows", "rows"])
+def test_prelu_out_beside_or_over_x_and_the_weight(dtype, threaded, inner):
+    """prelu's out given in one buffer with x or the weight, one element past its end or
+    before its start (the contiguous path) and overlapping it by one element (the kernels'
+    bounds tests send it the general way): the results of copies, on one thread and on the
+    threads, rows short enough for the laid-out slopes where this CPU takes them and long."""
+    rng = np.random.default_rng(37)
+    c = 4
+    outer = 2 * -(-_core._PRELU_BWD_SERIAL[np.dtype(dtype)] // (c * inner)) if threaded else 3
+    shape, n = (outer, c, inner), outer * c * inner
+    x = random_values(rng, shape, dtype)
+    w = random_values(rng, c, dtype, special_share=0)
+    want = leakyops.prelu(x, w)
+    for name, size in (("x", n), ("w", c)):
+        for gap in (0, -1):
+            for out_first in (False, True):
+                buf = np.zeros(n + size + 1, dtype)
+                at, op_at = (size + gap, 0) if not out_first else (0, n + gap)
+                out = buf[at:at + n].reshape(shape)
+                arrays = {"x": x, "w": w}
+                held = buf[op_at:op_at + size]
+                held[...] = arrays[name].reshape(-1)
+                arrays[name] = held.reshape(arrays[name].shape)
+                got = leakyops.prelu(arrays["x"], arrays["w"], out=out)
+                assert got is out, (name, gap, out_first)
+                assert_same(out, want)
+
+
+@dtypes
 @pytest.mark.parametrize("outer", [1, 2, 3, 4, 8])
 def test_prelus_threaded_split_gives_the_same_bits(dtype, outer):
     """The threaded forward splits the outer axis where it divides evenly among the threads
