@@ -688,9 +688,8 @@ _PATTERN_MAX = 1 << 16
 #: prelu_backward's contiguous path: below this many elements of a storage dtype it runs on
 #: one thread (``_run_fast``'s decision, from the same weights, made once per dtype, so that
 #: the path calls the entry point itself: 0.2-0.3 µs of a 4 µs call).
-_PRELU_BWD_SERIAL = {dt: math.ceil(PARALLEL_MIN_BYTES
-                                   / (dt.itemsize * _WEIGHTS[_kernels.prelu_bwd_c_run][dt]))
-                     for dt in SUPPORTED_DTYPES}
+_serial = _cpu.thread_thresholds()["prelu_backward"]  # (the elements _run_fast's test gives)
+_PRELU_BWD_SERIAL = {dt: _serial[dt.name] for dt in SUPPORTED_DTYPES}
 
 
 def _run_fast(fn, args, flags, nbytes: int):
@@ -1070,8 +1069,9 @@ def _plain_prelu_layout(x, weight, axis, shared=False):
     C-contiguous aligned ndarray ``x`` with a contiguous 1-D weight of its dtype along
     ``axis``, seen as ``shape3`` (outer, C, inner) with a slope per row (``per_k`` False), or
     channels last as (1, outer, C) with a slope per element of a row (``per_k`` True); the
-    threaded forward splits ``split_axis`` of it; ``same``: x has that shape already (no
-    reshape: 0.1 µs an array). The shapes' part is remembered per (shape, C, axis)
+    threaded forward splits ``split_axis`` of it (the outer axis where that divides evenly
+    among the threads: the kernel decides, knowing their count); ``same``: x has that shape
+    already (no reshape: 0.1 µs an array). The shapes' part is remembered per (shape, C, axis)
     (``_PRELU_LAYOUTS``). ``shared``: a one-element 1-D weight (PyTorch's ``PReLU(1)``) gives
     ``_SHARED_SLOPE`` (one slope for every element, leaky_relu's loop), else None."""
     if type(x) is not np.ndarray or type(weight) is not np.ndarray or type(axis) is not int \
