@@ -95,13 +95,17 @@ def _on_sigint(signum, frame) -> None:
 
 def _unraisable_hook(previous):
     """A ``sys.unraisablehook`` that records a KeyboardInterrupt that could not propagate (raised
-    in a ctypes callback, a ``__del__``) and hands anything else to ``previous``."""
+    in a ctypes callback, a ``__del__``) and hands anything else to ``previous`` until Ctrl-C:
+    after it, what the interrupt cut short may fail as it is freed (llvmlite's pass builder,
+    interrupted in its constructor while numba compiled, raised AttributeError in its
+    ``__del__``, printed after the command's one line), and says nothing."""
 
     def hook(unraisable) -> None:
         if isinstance(unraisable.exc_type, type) and issubclass(unraisable.exc_type, KeyboardInterrupt):
             _interrupt["seen"] = True  # check_interrupt() raises it where it can propagate
             return
-        previous(unraisable)
+        if not _interrupt["seen"]:
+            previous(unraisable)
 
     return hook
 
