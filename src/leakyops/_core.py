@@ -522,13 +522,10 @@ _THREADED = {
     _kernels.lrelu_fwd_row: _kernels.lrelu_fwd_row_par,
     _kernels.lrelu_fwd_row_inplace: _kernels.lrelu_fwd_row_inplace_par,
     _kernels.lrelu_bwd_row: _kernels.lrelu_bwd_row_par,
-    _kernels.copy_row: _kernels.copy_row_par,
     _kernels.lrelu_fwd_nd: _kernels.lrelu_fwd_nd_par,
     _kernels.lrelu_fwd_nd_inplace: _kernels.lrelu_fwd_nd_inplace_par,
     _kernels.lrelu_bwd_nd: _kernels.lrelu_bwd_nd_par,
     _kernels.prelu_fwd_nd: _kernels.prelu_fwd_nd_par,
-    _kernels.prelu_fwd_c_run: _kernels.prelu_fwd_c_run_par,
-    _kernels.prelu_fwd_short_run: _kernels.prelu_fwd_short_run_par,
     _kernels.prelu_bwd_c_run: _kernels.prelu_bwd_c_run_par,
 }
 
@@ -583,7 +580,12 @@ def copy(src: np.ndarray, dst: np.ndarray) -> None:
 
     The benchmark's copy ceiling: the same runtime as the operators, moving the same bytes.
     """
-    _run_rows(_kernels.copy_row, [_kernel_view(src).reshape(-1), _kernel_view(dst).reshape(-1)])
+    s, d = _kernel_view(src).reshape(-1), _kernel_view(dst).reshape(-1)
+    threads = _threads.team_threads() if d.nbytes >= PARALLEL_MIN_BYTES else 1
+    if threads > 1:  # (leakyops' team, as the contiguous paths of the operators)
+        _run_team(_kernels.copy_row, (s, d), False, d.nbytes, threads)
+    else:
+        _kernels.copy_row(s, d)
 
 
 def _all_c_contiguous(*arrays) -> bool:
@@ -703,7 +705,14 @@ def _run_fast(fn, args, flags, nbytes: int):
     dt = args[0].dtype
     nbytes *= _WEIGHTS[fn].get(dt, 1.0)
     # (one thread allowed, or too little work: the serial entry point, found without a call)
-    threads = 1 if nbytes < PARALLEL_MIN_BYTES else _threads.parallel_threads()
+    if nbytes < PARALLEL_MIN_BYTES:
+        threads = 1
+    elif fn in _TEAM_KIND:  # (leakyops' own team: _kernels/_team.py)
+        threads = _threads.team_threads()
+        if threads > 1:
+            return _run_team(fn, args, flags, nbytes, threads)
+    else:
+        threads = _threads.parallel_threads()
     if threads == 1:
         ep = _ENTRY.get((fn, dt, flags))
         if ep is not None:
@@ -733,6 +742,45 @@ def _run_fast(fn, args, flags, nbytes: int):
     if view is not None:
         _ENTRY[fn, dt, flags] = ep
     return ep(*args)
+
+
+#: The contiguous-path kernels that run threaded on leakyops' own team, with their part
+#: function's kind (``_kernels.part_address``) and flags: prelu's short rows run the per-element
+#: part, ``(per_k=True, rule)``.
+_TEAM_KIND = {
+    _kernels.lrelu_fwd_row: ("fwd", lambda flags: flags),
+    _kernels.lrelu_fwd_row_inplace: ("inplace", lambda flags: flags),
+    _kernels.lrelu_bwd_row: ("bwd", lambda flags: flags),
+    _kernels.copy_row: ("copy", lambda flags: flags),
+    _kernels.prelu_fwd_c_run: ("prelu", lambda flags: flags),
+    _kernels.prelu_fwd_short_run: ("prelu", lambda flags: (True, flags)),
+}
+#: Team entry points: (driver's entry point, part function's address) per (kernel, dtype, flags).
+_TEAM_ENTRY: dict = {}
+
+
+def _run_team(fn, args, flags, nbytes, threads):
+    """``fn`` on ``threads`` threads of the team (see ``_run_fast``): its driver's entry point
+    with the team's address, the part function's address, whether the call is large enough
+    to wait for a sleeping worker, and the thread count."""
+    ent = _TEAM_ENTRY.get((fn, args[0].dtype, flags)) or _team_entry(fn, args, flags, threads)
+    return ent[0](*args, ent[2], ent[1], nbytes >= _threads.WAKE_WAIT_BYTES, threads)
+
+
+def _team_entry(fn, args, flags, threads):
+    """Compile (or load) ``fn``'s team driver and part function for these arguments:
+    ``(entry point, part function's address, team's address)``."""
+    dt = args[0].dtype
+    view = _FAST_VIEW.get(dt)
+    if view is not None:
+        args = tuple(a.view(view) if type(a) is np.ndarray and a.dtype is dt else a for a in args)
+    kind, part_flags = _TEAM_KIND[fn]
+    part = _kernels.part_address(kind, args[0].dtype, part_flags(flags))
+    team = _threads.team().addr
+    ep = _kernels.entry_point(_kernels.TEAM_DRIVERS[fn], *args, team, part, 0, threads)
+    # (``wait`` compiled as an int, not as a literal bool)
+    _TEAM_ENTRY[fn, dt, flags] = _TEAM_ENTRY[fn, args[0].dtype, flags] = ent = (ep, part, team)
+    return ent
 
 
 #: ``np.may_share_memory`` without NumPy's ``__array_function__`` dispatch (85 ns instead of

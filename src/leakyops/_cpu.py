@@ -224,28 +224,34 @@ def thread_weights() -> dict[str, dict[str, float]]:
     """Per operator and dtype, how much a byte of a contiguous call's output weighs against
     ``LEAKYOPS_PARALLEL_MIN_BYTES`` (128 KiB unless set): such a call runs on the threads from
     that many weighted bytes on (:func:`thread_thresholds` in elements). The weights are the
-    measured crossovers of one thread and two divided into 128 KiB (docs/benchmarks.md):
+    measured crossovers of one thread and two divided into 128 KiB (docs/benchmarks.md).
 
-    - AMD EPYC Zen 3 (AVX2), numba's OpenMP team: the element-wise loops cross at about 140 KB
-      of float32 or float64 output, 80 KB of float16, under 50 KB of bfloat16 (its rounding is
-      the work); ``prelu_backward`` at about 260 KB of float32 (its lanes, allocated per call,
-      and the combine cost more than two threads save below), 50 KB of bfloat16.
-    - AMD EPYC Zen 5, where the half types' loops are explicit 16- and 32-lane vectors
-      (float16 with AVX-512 masks, bfloat16 rounded by AVX512-BF16): one thread stays faster up
-      to about 100,000 elements of either (``leaky_relu``, both forms), 85,000 (``prelu``) and
-      70,000 (``leaky_relu_backward``); under the AVX2 caps there they cross at 25,000-50,000,
-      as on Zen 3.
-    - In place (the loop reads and writes the same lines), Zen 5: float32 crosses at about
-      120,000 elements (480 KB; 100,000 under the AVX2 caps), float64 at about 100,000
-      (800 KB; 50,000); its half types as out of place.
+    ``leaky_relu`` (both forms), ``leaky_relu_backward`` and ``prelu`` run threaded on
+    leakyops' own team (``_kernels/_team.py``); measured on an AMD EPYC Zen 5 with it, natively
+    and under the AVX2 caps (through the API, one thread against two, 8,192-196,608 elements):
+
+    - float16 and bfloat16 on the portable (AVX2) loops cross at 12,000-16,000 and under 8,200
+      elements (their conversions are the work; prelu's bfloat16 at about 28,000); on the
+      explicit AVX-512 loops (float16 with masks, bfloat16 rounded by AVX512-BF16) at
+      25,000-32,000 elements.
+    - float32 and float64 out of place at 24,000-49,000 elements on both tiers: the weights
+      measured on a Zen 3 with numba's OpenMP team stay (32,768 and 16,384 elements).
+    - In place (the loop reads and writes the same lines): float32 at about 90,000 elements
+      with AVX-512, 40,000 under the AVX2 caps; float64 at about 28,000 and 16,000.
+
+    ``prelu_backward`` still runs on numba's OpenMP team: Zen 3's crossovers, about 260 KB of
+    float32 (its lanes, allocated per call, and the combine cost more than two threads save
+    below), 50 KB of bfloat16.
     """
-    base = {"float16": 1.6, "bfloat16": 2.6, "float32": 1.0, "float64": 1.0}
-    fwd, bwd, prelu = dict(base), dict(base), dict(base)
+    base = {"float16": 4.0, "bfloat16": 6.0, "float32": 1.0, "float64": 1.0}
+    fwd, bwd, prelu = dict(base), dict(base), {**base, "bfloat16": 2.0}
     for dtype, explicit in (("float16", masked_vectors()), ("bfloat16", bf16_convert())):
         if explicit:
-            fwd[dtype], bwd[dtype], prelu[dtype] = 0.64, 0.9, 0.8
-    return {"leaky_relu": fwd, "leaky_relu_": {**fwd, "float32": 0.3, "float64": 0.3},
-            "leaky_relu_backward": bwd, "prelu": prelu,
+            fwd[dtype] = bwd[dtype] = prelu[dtype] = 2.0
+    wide = masked_vectors()  # (AVX-512: the in-place loops are faster, cross later)
+    inplace = {**fwd, "float32": 0.36 if wide else 0.8, "float64": 0.58 if wide else 1.0}
+    return {"leaky_relu": fwd, "leaky_relu_": inplace, "leaky_relu_backward": bwd,
+            "prelu": prelu,
             "prelu_backward": {"float16": 2.0, "bfloat16": 2.6, "float32": 0.5, "float64": 0.5}}
 
 
@@ -289,7 +295,9 @@ def kernel_paths() -> dict[str, dict[str, str]]:
                          "over the slopes laid out per element")
             if op == "prelu_backward":
                 path += "; grad_weight in 16 float64 lanes (explicit vectors, written-out order)"
-            paths[op][dt] = path + f"; threads from {threads_from[op][dt]:,} elements (contiguous)"
+            team = "numba's region" if op == "prelu_backward" else "leakyops' team"
+            paths[op][dt] = path + (f"; threads from {threads_from[op][dt]:,} elements "
+                                    f"(contiguous; {team})")
     return paths
 
 

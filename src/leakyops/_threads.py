@@ -1,7 +1,16 @@
-"""The kernels' threads: how many a call may use, and numba's threading layer underneath.
+"""The kernels' threads: how many a call may use, leakyops' own team, and numba's threading
+layer underneath the rest.
 
-Large calls run numba ``parallel=True`` drivers (``prange`` over chunks, each chunk a serial,
-vectorised loop). The threading layer is chosen for the lowest fan-out cost: GNU OpenMP
+The contiguous paths of ``leaky_relu`` (both forms), ``leaky_relu_backward`` and ``prelu`` (and
+the benchmark's copy) run on :class:`Team`, leakyops' own worker threads: a call posts a part
+to each spinning worker through shared words and runs part 0 itself, about 0.3 µs over the
+serial call where numba's region costs 1.2-1.3 µs (``_kernels/_team.py``; figures in
+docs/benchmarks.md). Any Python thread may call at once (each claims the free workers); a
+forked child starts workers of its own (one thread there, as for every kernel, where
+numba's OpenMP region ran in the parent: see below).
+
+The other large calls (``prelu_backward``, the general paths) run numba ``parallel=True``
+drivers (``prange`` over chunks, each chunk a serial, vectorised loop). The threading layer is chosen for the lowest fan-out cost: GNU OpenMP
 (``omp``) hands two chunks to its team in a few microseconds, many times faster than a pool
 of Python threads (waking a thread and passing the GIL) and faster than ``tbb`` below a
 million elements (figures in docs/benchmarks.md). numba picks the layer once per process, at the first
@@ -24,6 +33,7 @@ Thread counts: :func:`set_num_threads` for the process, or for the calling threa
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import numbers
 import os
@@ -35,7 +45,7 @@ import numpy as np
 from ._config import DEFAULT_THREADS
 
 __all__ = ["get_num_threads", "set_num_threads", "thread_limit", "parallel_threads",
-           "enter_parallel", "exit_parallel", "layer_name"]
+           "enter_parallel", "exit_parallel", "layer_name", "team_threads", "Team"]
 
 class _PerThread(threading.local):
     """This thread's settings; the class attributes are the defaults (a missing attribute of a
@@ -137,11 +147,11 @@ def _start_numba_threads() -> None:
 
 
 def layer_name() -> str:
-    """numba's threading layer once the kernels' threads have started, else what will be asked
-    for first."""
-    if _layer is not None:
-        return _layer
-    return "not started (omp preferred)"
+    """The threads underneath: leakyops' team for the contiguous paths of ``leaky_relu`` (both
+    forms), ``leaky_relu_backward`` and ``prelu``, numba's threading layer for the others (once
+    started, else what will be asked for first)."""
+    numba_layer = _layer if _layer is not None else "not started (omp preferred)"
+    return f"leakyops team (contiguous element-wise paths); numba {numba_layer} (the others)"
 
 
 def parallel_threads() -> int:
@@ -179,9 +189,125 @@ def exit_parallel() -> None:
         _gate.release()
 
 
+#: Cycles of the CPU's counter a worker of the team spins without a job before it sleeps
+#: (about 100 µs at 3 GHz; a call then wakes it, and runs its part itself unless it is large).
+PATIENCE = 300_000
+#: Output bytes from which a call waits for a sleeping worker to wake (tens of µs of work)
+#: instead of running that worker's part itself.
+WAKE_WAIT_BYTES = 1 << 20
+
+
+def _libc_syscall() -> int:
+    """The address of libc's ``syscall`` (0 where there is none: no team then)."""
+    import ctypes
+
+    try:
+        return ctypes.cast(ctypes.CDLL(None).syscall, ctypes.c_void_p).value or 0
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return 0
+
+
+class Team:
+    """leakyops' own worker threads for the contiguous paths' threaded calls (the protocol is
+    in ``_kernels/_team.py``). ``addr`` is the address of the shared words, ``workers`` the
+    threads started (worker ``w`` runs part ``w`` of a call; the caller runs part 0), ``syscall``
+    libc's ``syscall`` (a sleeping worker waits on a futex, without the GIL).
+
+    The workers start at the first threaded call that needs them, as daemon threads that
+    never take the GIL again. A child process forked from this one starts workers of its own
+    (``reset_in_child``); at exit the workers are stopped before the interpreter unloads
+    their code."""
+
+    def __init__(self) -> None:
+        from . import _kernels as k
+
+        self._k = k
+        words = np.zeros((k.MAX_THREADS + 1) * k.ROW + 8, np.int64)
+        skip = (-words.ctypes.data % 64) // 8  # (rows on cache lines of their own)
+        self.words = words[skip:skip + (k.MAX_THREADS + 1) * k.ROW]
+        self.words[k.STATE::k.ROW] = k.STOP  # (no worker yet: its part runs on the caller)
+        self.addr = self.words.ctypes.data
+        self.syscall = self.words[k.SYSCALL] = _libc_syscall() if k.SYS_FUTEX else 0
+        self.workers = 0
+        self.cap = max(1, min(_pool_size(), k.MAX_THREADS))
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def start(self, n: int) -> None:
+        """Start workers until there are ``n`` (at most ``MAX_THREADS - 1``)."""
+        k = self._k
+        with self._lock:
+            from numba import types
+
+            k.worker_loop.compile((types.int64,) * 4)
+            while self.workers < min(n, k.MAX_THREADS - 1):
+                w = self.workers + 1
+                self.words[w * k.ROW + k.STATE] = k.IDLE
+                t = threading.Thread(target=k.worker_loop, args=(self.addr, w, PATIENCE,
+                                                                  self.syscall),
+                                     daemon=True, name=f"leakyops-team-{w}")
+                self._threads.append(t)
+                t.start()
+                self.workers = self.words[k.WORKERS] = w
+
+    def reset_in_child(self) -> None:
+        """In a forked child: no worker runs (their threads stayed in the parent); the same
+        words, at the same address (compiled entry points hold it), start new ones when
+        needed."""
+        k = self._k
+        self.words[k.STATE::k.ROW] = k.STOP
+        self.workers = self.words[k.WORKERS] = 0
+        self._threads = []
+        self._lock = threading.Lock()
+
+    def stop(self) -> None:
+        """Stop every worker (at exit), spinning or asleep; wait for them a moment."""
+        k = self._k
+        for w in range(1, self.workers + 1):
+            for _ in range(1_000_000):  # (a row a caller holds is freed within its part)
+                if k.set_state(self.addr, w, k.IDLE, k.STOP, self.syscall) or \
+                        k.set_state(self.addr, w, k.SLEEP, k.STOP, self.syscall):
+                    break
+        for t in self._threads:
+            t.join(1.0)
+
+
+_team: Team | None = None
+
+
+def team() -> Team:
+    """This process's team (created at its first use)."""
+    global _team
+    if _team is None:
+        _team = Team()
+        atexit.register(_team.stop)
+    return _team
+
+
+def team_threads() -> int:
+    """How many threads a large call made now from this thread runs on with the team
+    (1: serially), its workers started where they are missing (the count
+    :func:`get_num_threads` tells, without starting numba's pool)."""
+    n = _state.num_threads or _num_threads
+    t = _team
+    if t is not None and n <= t.workers + 1 and not _forked_after_threads:
+        return n  # (every call after the first: the workers are there)
+    if n == 1 or _forked_after_threads:
+        return 1
+    t = t or team()
+    if not t.syscall:  # pragma: no cover - no futex: no team
+        return 1
+    n = min(n, t.cap)
+    if n - 1 > t.workers:
+        t.start(n - 1)
+    return n
+
+
 def _after_fork_in_child() -> None:
     global _forked_after_threads, _gate
     _gate = threading.Lock()
+    if _team is not None:  # (the parent's workers do not exist here)
+        _team.reset_in_child()
     parallel = sys.modules.get("numba.np.ufunc.parallel")
     if parallel is None or not parallel._is_initialized:
         return  # numba's pool never started (here or in the user's own code): threads are fine

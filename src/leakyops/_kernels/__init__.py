@@ -8,6 +8,8 @@
 ``_vector.py``      explicit vectors (``Vec``) and the instructions LLVM's loops do not reach
                     (AVX blends, AVX512-BF16's rounding)
 ``_threaded.py``    the threaded drivers: ``prange`` over parts, each part a serial loop
+``_team.py``        leakyops' own team: the contiguous paths' threaded calls, parts posted to
+                    spinning workers through shared words (no numba region to launch)
 ==================  ==========================================================================
 
 Storage kinds are told apart by the dtype of the view a kernel receives, so that every
@@ -52,10 +54,11 @@ from ._loops import (PARTIALS_BUDGET, UNIT, combine_partials, copy_row, lrelu_bw
                      prelu_fwd_nd, prelu_fwd_short_run)
 from ._rules import (DNNL_ELTWISE, DNNL_ELTWISE_HALF, DNNL_JIT, DNNL_JIT_AVX, DNNL_JIT_AVX2,
                      DNNL_JIT_SSE41, DNNL_REF, DNNL_RELU, VIEW_DTYPES, Rule, f2h_soft, h2f_soft)
-from ._threaded import (copy_row_par, lrelu_bwd_nd_par, lrelu_bwd_row_par, lrelu_fwd_nd_inplace_par,
+from ._team import (CLAIMED, DONE, IDLE, MAX_THREADS, ROW, SLEEP, STATE, STOP, SYS_FUTEX, SYSCALL,
+                    TEAM_DRIVERS, WORKERS, part_address, set_state, worker_loop)
+from ._threaded import (lrelu_bwd_nd_par, lrelu_bwd_row_par, lrelu_fwd_nd_inplace_par,
                         lrelu_fwd_nd_par, lrelu_fwd_row_inplace_par, lrelu_fwd_row_par,
-                        prelu_bwd_c_run_par, prelu_bwd_nd_par, prelu_fwd_c_run_par,
-                        prelu_fwd_nd_par, prelu_fwd_short_run_par)
+                        prelu_bwd_c_run_par, prelu_bwd_nd_par, prelu_fwd_nd_par)
 
 __all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL_JIT",
            "DNNL_JIT_AVX2", "DNNL_JIT_AVX", "DNNL_JIT_SSE41", "DNNL_ELTWISE_HALF",
@@ -64,7 +67,8 @@ __all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL
            "prelu_fwd_c_run", "prelu_bwd_nd", "prelu_bwd_c_run", "combine_partials", "copy_row",
            "lrelu_fwd_row_par", "lrelu_fwd_row_inplace_par", "lrelu_bwd_row_par",
            "lrelu_fwd_nd_par", "lrelu_fwd_nd_inplace_par", "lrelu_bwd_nd_par",
-           "prelu_fwd_nd_par", "prelu_fwd_c_run_par", "prelu_bwd_nd_par", "prelu_bwd_c_run_par",
-           "copy_row_par", "UNIT", "PARTIALS_BUDGET", "h2f_soft", "f2h_soft", "round_sums",
+           "prelu_fwd_nd_par", "prelu_bwd_nd_par", "prelu_bwd_c_run_par", "UNIT", "PARTIALS_BUDGET", "h2f_soft", "f2h_soft", "round_sums",
            "BF16_CVT", "MASKED_VECTORS", "SOFT_HALF", "prelu_fwd_short_run",
-           "prelu_fwd_short_run_par"]
+           "TEAM_DRIVERS", "part_address", "worker_loop", "set_state",
+           "MAX_THREADS", "ROW", "WORKERS", "SYSCALL", "STATE", "DONE", "IDLE", "SLEEP", "CLAIMED",
+           "STOP", "SYS_FUTEX"]

@@ -13,11 +13,10 @@ from numba import njit, prange
 
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
-from ._loops import (_disjoint_gi, _disjoint_out, _part, combine_partials, copy_row, lrelu_bwd_nd,
-                     lrelu_bwd_row, lrelu_fwd_nd, lrelu_fwd_nd_inplace, lrelu_fwd_row,
-                     lrelu_fwd_row_inplace, prelu_bwd_c, prelu_bwd_c_state, prelu_bwd_nd,
-                     prelu_bwd_rows, prelu_fwd_c, prelu_fwd_nd, round_lanes, slope_pattern,
-                     start_lanes)
+from ._loops import (_disjoint_gi, _part, combine_partials, lrelu_bwd_nd, lrelu_bwd_row,
+                     lrelu_fwd_nd, lrelu_fwd_nd_inplace, lrelu_fwd_row, lrelu_fwd_row_inplace,
+                     prelu_bwd_c, prelu_bwd_c_state, prelu_bwd_nd, prelu_bwd_rows, prelu_fwd_nd,
+                     round_lanes, start_lanes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -60,14 +59,6 @@ def lrelu_bwd_row_par(g, t, out, s, ge, nthreads):
     for c in prange(nthreads):
         lo, hi = _chunk(n, nthreads, c)
         lrelu_bwd_row(g[lo:hi], t[lo:hi], out[lo:hi], s, ge)
-
-
-@_jit(parallel=True)
-def copy_row_par(src, dst, nthreads):
-    n = src.shape[0]
-    for c in prange(nthreads):
-        lo, hi = _chunk(n, nthreads, c)
-        copy_row(src[lo:hi], dst[lo:hi])
 
 
 @_jit(parallel=True)
@@ -146,40 +137,6 @@ def prelu_bwd_nd_par(g, x, gi, w, partials, woff, ws0, ws1, ws2, ge, axis, bound
         else:
             prelu_bwd_nd(g[:, :, lo:hi], x[:, :, lo:hi], gi[:, :, lo:hi], w, p[0], p[1], off,
                          ws0, ws1, ws2, ge)
-
-
-@_jit(parallel=True)
-def prelu_fwd_c_run_par(x, out, w, per_k, ge, axis, nthreads):
-    """``prelu_fwd_c_run`` in parallel: ``axis`` in as many parts as threads, or the outer axis
-    where it splits evenly among them (each thread one contiguous stretch: (4, 64, 391)
-    float32 on two threads 4.5 -> 3.85 µs in one process, 9.8 -> 6.5 in another, where the
-    channels' split, four stretches a thread, was chosen before). False, nothing written,
-    where ``out`` shares memory with ``x`` or ``w``, as there."""
-    if not _disjoint_out(x, out, w):
-        return False
-    if x.shape[0] >= nthreads and x.shape[0] % nthreads == 0:
-        axis = 0
-    n = x.shape[axis]
-    for c in prange(nthreads):
-        lo, hi = _part(n, nthreads, c)
-        prelu_fwd_c(x, out, w, per_k, ge, axis, lo, hi)
-    return True
-
-
-@_jit(parallel=True)
-def prelu_fwd_short_run_par(x, out, w, ge, nthreads):
-    """``prelu_fwd_short_run`` in parallel: the outer rows in as many parts as threads (False,
-    nothing written, where ``out`` shares memory with ``x`` or ``w``, as there)."""
-    if not _disjoint_out(x, out, w):
-        return False
-    n0, c, inner = x.shape
-    pattern = slope_pattern(w, inner)
-    x2, out2 = x.reshape((1, n0, c * inner)), out.reshape((1, n0, c * inner))
-    parts = max(1, min(nthreads, n0))
-    for u in prange(parts):
-        lo, hi = _part(n0, parts, u)
-        prelu_fwd_c(x2, out2, pattern, True, ge, 1, lo, hi)
-    return True
 
 
 @_jit(parallel=True)

@@ -1,0 +1,410 @@
+"""leakyops' own team of threads: the contiguous paths' threaded calls without numba's region.
+
+A ``prange`` region of numba on GNU OpenMP costs 1.2-1.3 µs to hand two chunks out and join
+them on the AMD EPYC this was measured on (libgomp's own share about 0.45 µs, measured in C),
+which decides the calls of 1e4-1e5 elements. Two threads pass a cache line to and fro in
+about 0.1 µs. The team is that: worker threads (started by ``_threads``) spin in
+``worker_loop`` on a row of shared words; a call posts a part to each free worker with one
+compare-and-swap, runs its own part, and waits for the workers' parts (``run_parts``).
+
+The words of the team (``int64``, one row of ``ROW`` per worker; row 0 holds ``WORKERS``,
+the workers started, and ``SYSCALL``, the address of libc's ``syscall``; the first cache line
+of a worker's row is written by the caller, the second by the worker):
+
+- ``STATE``: ``IDLE`` (spinning, free), ``SLEEP`` (waiting on this word as a futex, without
+  the GIL), ``CLAIMED`` (a caller holds the row), ``STOP``, an even job number (posted: run
+  ``FN(BLOCK, PART)``) or that number + 1 (taken by the worker, with a compare-and-swap).
+- ``FN``, ``BLOCK``, ``PART``: the part function's address (a ``void(int64, int64)``), the
+  address of the call's argument block, the part number.
+- ``DONE``: the last job the worker finished (odd). A caller that claimed a row numbers its
+  job ``(DONE | 1) + 1``; when its own parts are done it takes a job the worker has not
+  taken back (a swap to ``CLAIMED``) or waits for ``DONE`` to reach it; then it frees the row
+  (``IDLE``): only the caller frees, so no row is reused before its caller is done with it.
+
+A part function reads its arrays back from the argument block (addresses, shapes, the slope
+as its bits) and runs the same serial loop on its part as the numba drivers of
+``_threaded.py`` do; the parts depend on the sizes and the thread count only. One part
+function per loop, storage kind and flags: numba closures, cached on disk like every kernel.
+"""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+from llvmlite import ir
+from numba import carray, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .._config import NJIT_OPTIONS
+from ._jit import _jit
+from ._loops import (_disjoint_out, _part, copy_row, lrelu_bwd_row, lrelu_fwd_row, lrelu_fwd_row_inplace,
+                     prelu_fwd_c, prelu_fwd_c_run, prelu_fwd_short_run, slope_pattern)
+from ._threaded import _chunk
+
+__all__ = ["ROW", "WORKERS", "SYSCALL", "STATE", "DONE", "IDLE", "SLEEP", "CLAIMED", "STOP", "MAX_THREADS", "SYS_FUTEX",
+           "worker_loop", "set_state", "part_address", "TEAM_DRIVERS"]
+
+ROW = 16
+WORKERS, SYSCALL = 0, 1  # (row 0: the workers started, libc's syscall)
+STATE, FN, BLOCK, PART = 0, 1, 2, 3
+DONE = 8
+IDLE, SLEEP, CLAIMED, STOP = 0, -1, -2, -3
+#: Threads a call may use on the team (its parts are a bit mask of one int64 word).
+MAX_THREADS = 63
+
+_I64 = ir.IntType(64)
+_X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+def _word(builder, addr, idx):
+    return builder.inttoptr(builder.add(addr, builder.mul(idx, ir.Constant(_I64, 8))),
+                            _I64.as_pointer())
+
+
+def _int64(context, builder, value, ty):
+    return context.cast(builder, value, ty, types.int64)
+
+
+@intrinsic
+def load_word(typingctx, addr, idx):
+    """Word ``idx`` of the team at ``addr``, read with acquire ordering."""
+    def codegen(context, builder, sig, args):
+        a, i = (_int64(context, builder, v, t) for v, t in zip(args, sig.args))
+        return builder.load_atomic(_word(builder, a, i), "acquire", 8)
+    return types.int64(addr, idx), codegen
+
+
+@intrinsic
+def store_word(typingctx, addr, idx, value):
+    """Word ``idx`` set to ``value`` with release ordering."""
+    def codegen(context, builder, sig, args):
+        a, i, v = (_int64(context, builder, x, t) for x, t in zip(args, sig.args))
+        builder.store_atomic(v, _word(builder, a, i), "release", 8)
+        return context.get_dummy_value()
+    return types.none(addr, idx, value), codegen
+
+
+@intrinsic
+def swap_word(typingctx, addr, idx, old, new):
+    """Compare-and-swap of word ``idx`` from ``old`` to ``new``; whether it was done."""
+    def codegen(context, builder, sig, args):
+        a, i, o, n = (_int64(context, builder, x, t) for x, t in zip(args, sig.args))
+        pair = builder.cmpxchg(_word(builder, a, i), o, n, "seq_cst", "seq_cst")
+        return builder.extract_value(pair, 1)
+    return types.boolean(addr, idx, old, new), codegen
+
+
+@intrinsic
+def spin_pause(typingctx):
+    """x86's ``pause`` in a spin loop (nothing elsewhere)."""
+    def codegen(context, builder, sig, args):
+        if _X86:
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), []),
+                                                "llvm.x86.sse2.pause")
+            builder.call(fn, [])
+        return context.get_dummy_value()
+    return types.none(), codegen
+
+
+@intrinsic
+def cycles(typingctx):
+    """The CPU's cycle counter (``llvm.readcyclecounter``)."""
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_I64, []),
+                                            "llvm.readcyclecounter")
+        return builder.call(fn, [])
+    return types.int64(), codegen
+
+
+@intrinsic
+def call_part(typingctx, fn, block, part):
+    """Call the part function at address ``fn`` with ``(block, part)``."""
+    def codegen(context, builder, sig, args):
+        f, b, p = (_int64(context, builder, x, t) for x, t in zip(args, sig.args))
+        fnty = ir.FunctionType(ir.IntType(8).as_pointer(), [_I64, _I64])
+        builder.call(builder.inttoptr(f, fnty.as_pointer()), [b, p])
+        return context.get_dummy_value()
+    return types.none(fn, block, part), codegen
+
+
+@intrinsic
+def address(typingctx, addr):
+    """An integer address as a ``void*`` (for ``numba.carray``)."""
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(_int64(context, builder, args[0], sig.args[0]),
+                                ir.IntType(8).as_pointer())
+    return types.voidptr(addr), codegen
+
+
+@intrinsic
+def float_bits(typingctx, x):
+    """The bits of a float64 as an int64."""
+    def codegen(context, builder, sig, args):
+        v = context.cast(builder, args[0], sig.args[0], types.float64)
+        return builder.bitcast(v, _I64)
+    return types.int64(x), codegen
+
+
+@intrinsic
+def bits_float(typingctx, b):
+    """The float64 of the bits ``b``."""
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(_int64(context, builder, args[0], sig.args[0]), ir.DoubleType())
+    return types.float64(b), codegen
+
+
+# ---------------------------------------------------------------------------------------------
+# the worker's loop and the caller's
+
+
+#: Linux's futex operations on a private word, and the system call's number.
+_FUTEX_WAIT, _FUTEX_WAKE = 128, 129
+SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}.get(platform.machine().lower())
+
+
+@intrinsic
+def futex(typingctx, syscall, addr, idx, op, value):
+    """``syscall(SYS_futex, &word idx, op, value, NULL)`` through libc's ``syscall`` at the
+    address ``syscall`` (given at run time: a cached kernel holds no address of this
+    process)."""
+    def codegen(context, builder, sig, args):
+        f, a, i, o, v = (_int64(context, builder, x, t) for x, t in zip(args, sig.args))
+        fnty = ir.FunctionType(_I64, [_I64], var_arg=True)
+        i32 = ir.IntType(32)
+        zero = ir.Constant(_I64, 0)
+        return builder.call(builder.inttoptr(f, fnty.as_pointer()),
+                            [ir.Constant(_I64, SYS_FUTEX or 0),
+                             builder.ptrtoint(_word(builder, a, i), _I64),
+                             builder.trunc(o, i32), builder.trunc(v, i32), zero, zero, zero])
+    return types.int64(syscall, addr, idx, op, value), codegen
+
+
+@_jit
+def worker_loop(team, w, patience, syscall):
+    """Worker ``w``'s life (without the GIL): take each job posted to its row and run it;
+    after ``patience`` cycles of the CPU's counter without one, mark itself ``SLEEP`` and wait
+    on the word (a futex) until a caller changes it; return when told to ``STOP``."""
+    row = w * ROW
+    since = cycles()
+    while True:
+        s = load_word(team, row + STATE)
+        if s > 0 and s % 2 == 0:
+            if swap_word(team, row + STATE, s, s + 1):  # (taken: the caller may not take it back)
+                call_part(load_word(team, row + FN), load_word(team, row + BLOCK),
+                          load_word(team, row + PART))
+                store_word(team, row + DONE, s + 1)
+            since = cycles()
+        elif s == STOP:
+            return
+        elif s == IDLE and cycles() - since > patience:
+            if swap_word(team, row + STATE, IDLE, SLEEP):
+                while load_word(team, row + STATE) == SLEEP:
+                    futex(syscall, team, row + STATE, _FUTEX_WAIT, SLEEP)
+                since = cycles()
+        else:
+            spin_pause()
+
+
+@_jit(_nrt=False)
+def set_state(team, w, old, new, syscall):
+    """Worker ``w``'s state from ``old`` to ``new`` (compare-and-swap), the worker woken if it
+    slept on it; whether it was changed."""
+    if not swap_word(team, w * ROW + STATE, old, new):
+        return False
+    if old == SLEEP:
+        futex(syscall, team, w * ROW + STATE, _FUTEX_WAKE, 1)
+    return True
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def run_parts(team, fn, block, nparts, wait):
+    """Run parts ``0 .. nparts-1`` of a call: part ``p`` >= 1 posted to worker ``p`` where its
+    row is free, every other part on this thread; returns 1 once all are done. A part its
+    worker has not taken when this thread is done with its own is taken back and run here
+    (a worker the system has descheduled costs no wait). A sleeping worker is woken: given
+    its part when ``wait`` (a large call, worth the wake-up's tens of µs), else for the next
+    call, its part run here."""
+    workers, syscall = load_word(team, WORKERS), load_word(team, SYSCALL)
+    posted = 0
+    for p in range(1, nparts):
+        row = p * ROW
+        if p > workers:
+            continue
+        if swap_word(team, row + STATE, IDLE, CLAIMED) or (
+                wait and set_state(team, p, SLEEP, CLAIMED, syscall)):
+            store_word(team, row + FN, fn)
+            store_word(team, row + BLOCK, block)
+            store_word(team, row + PART, p)
+            store_word(team, row + STATE, (load_word(team, row + DONE) | 1) + 1)  # (even)
+            posted |= 1 << p
+        elif not wait:
+            set_state(team, p, SLEEP, IDLE, syscall)
+    call_part(fn, block, 0)
+    for p in range(1, nparts):
+        if not (posted >> p) & 1:
+            call_part(fn, block, p)
+    for p in range(1, nparts):
+        if (posted >> p) & 1:
+            row = p * ROW
+            job = load_word(team, row + STATE) & ~1  # (the job posted, taken or not)
+            if swap_word(team, row + STATE, job, CLAIMED):  # (not taken: run it here)
+                call_part(fn, block, p)
+            else:
+                while load_word(team, row + DONE) != job + 1:
+                    spin_pause()
+            store_word(team, row + STATE, IDLE)
+    return 1
+
+
+# ---------------------------------------------------------------------------------------------
+# part functions: (block, part) -> the serial loop on that part. Block words: 0 the elements
+# (or rows) split, 1 the parts, then the loop's operands.
+
+_PARTS: dict = {}
+
+
+def _rows_part(kernel, dtype, ge, arrays):
+    """Element-wise rows: block ``[n, parts, a0, a1, (a2), slope bits]`` (``arrays`` 1-3; the
+    copy: two arrays, no slope)."""
+    size = np.dtype(dtype).itemsize
+
+    @njit(inline="always", **NJIT_OPTIONS)
+    def row(block, k, lo, hi):
+        return carray(address(block[k] + size * lo), hi - lo, dtype)
+
+    if kernel is copy_row:
+        def part(blk, p):
+            b = carray(address(blk), 8, np.int64)
+            lo, hi = _chunk(b[0], b[1], p)
+            kernel(row(b, 2, lo, hi), row(b, 3, lo, hi))
+    elif arrays == 1:
+        def part(blk, p):
+            b = carray(address(blk), 8, np.int64)
+            lo, hi = _chunk(b[0], b[1], p)
+            kernel(row(b, 2, lo, hi), bits_float(b[5]), ge)
+    elif arrays == 2:
+        def part(blk, p):
+            b = carray(address(blk), 8, np.int64)
+            lo, hi = _chunk(b[0], b[1], p)
+            kernel(row(b, 2, lo, hi), row(b, 3, lo, hi), bits_float(b[5]), ge)
+    else:
+        def part(blk, p):
+            b = carray(address(blk), 8, np.int64)
+            lo, hi = _chunk(b[0], b[1], p)
+            kernel(row(b, 2, lo, hi), row(b, 3, lo, hi), row(b, 4, lo, hi), bits_float(b[5]), ge)
+    return part
+
+
+def _prelu_part(dtype, per_k, ge):
+    """prelu's C-contiguous 3-D views: block ``[n, parts, x, out, w, s0, s1, s2, w size,
+    axis]``, part ``p`` the range ``_part(n, parts, p)`` of ``axis``."""
+    def part(blk, p):
+        b = carray(address(blk), 10, np.int64)
+        shape = (b[5], b[6], b[7])
+        x = carray(address(b[2]), shape, dtype)
+        out = carray(address(b[3]), shape, dtype)
+        w = carray(address(b[4]), b[8], dtype)
+        lo, hi = _part(b[0], b[1], p)
+        prelu_fwd_c(x, out, w, per_k, ge, b[9], lo, hi)
+    return part
+
+
+def part_address(kind, dtype, flags) -> int:
+    """The address of the part function of ``kind`` (``"fwd"``, ``"inplace"``, ``"bwd"``,
+    ``"copy"``, ``"prelu"``) for the storage view ``dtype`` and the flags (``ge``; prelu ``(per_k, ge)``),
+    compiled on first use."""
+    key = (kind, dtype, flags)
+    addr = _PARTS.get(key)
+    if addr is None:
+        dt = np.dtype(dtype).type
+        if kind == "prelu":
+            fn = _prelu_part(dt, *flags)
+        else:
+            kernel, arrays = {"fwd": (lrelu_fwd_row, 2), "inplace": (lrelu_fwd_row_inplace, 1),
+                              "bwd": (lrelu_bwd_row, 3), "copy": (copy_row, 2)}[kind]
+            fn = _rows_part(kernel, dt, flags, arrays)
+        disp = _jit(fn)
+        sig = (types.int64, types.int64)
+        disp.compile(sig)
+        cres = disp.overloads[sig]
+        addr = _PARTS[key] = cres.library.get_pointer_to_function(cres.fndesc.llvm_cfunc_wrapper_name)
+        _PARTS[key, "keep"] = disp  # (the compiled code lives as long as its dispatcher)
+    return addr
+
+
+# ---------------------------------------------------------------------------------------------
+# the callers' drivers: the serial kernel's arguments, then the team's address, the part
+# function's address, whether to wait for a sleeping worker and the thread count; they return
+# 1, or 0 where prelu's out shares memory with an operand (nothing written).
+
+
+@_jit
+def lrelu_fwd_row_team(x, out, s, ge, team, fn, wait, nthreads):
+    b = np.empty(8, np.int64)
+    b[0], b[1], b[2], b[3], b[5] = x.shape[0], nthreads, x.ctypes.data, out.ctypes.data, float_bits(s)
+    return run_parts(team, fn, b.ctypes.data, nthreads, wait)
+
+
+@_jit
+def lrelu_fwd_row_inplace_team(x, s, ge, team, fn, wait, nthreads):
+    b = np.empty(8, np.int64)
+    b[0], b[1], b[2], b[5] = x.shape[0], nthreads, x.ctypes.data, float_bits(s)
+    return run_parts(team, fn, b.ctypes.data, nthreads, wait)
+
+
+@_jit
+def lrelu_bwd_row_team(g, t, out, s, ge, team, fn, wait, nthreads):
+    b = np.empty(8, np.int64)
+    b[0], b[1], b[2], b[3], b[4] = t.shape[0], nthreads, g.ctypes.data, t.ctypes.data, out.ctypes.data
+    b[5] = float_bits(s)
+    return run_parts(team, fn, b.ctypes.data, nthreads, wait)
+
+
+@_jit
+def copy_row_team(src, dst, team, fn, wait, nthreads):
+    b = np.empty(8, np.int64)
+    b[0], b[1], b[2], b[3] = src.shape[0], nthreads, src.ctypes.data, dst.ctypes.data
+    return run_parts(team, fn, b.ctypes.data, nthreads, wait)
+
+
+@_jit
+def _prelu_team(x, out, w, axis, team, fn, wait, nthreads):
+    n = x.shape[axis]
+    parts = max(1, min(nthreads, n))
+    b = np.empty(10, np.int64)
+    b[0], b[1], b[2], b[3], b[4] = n, parts, x.ctypes.data, out.ctypes.data, w.ctypes.data
+    b[5], b[6], b[7], b[8], b[9] = x.shape[0], x.shape[1], x.shape[2], w.shape[0], axis
+    return run_parts(team, fn, b.ctypes.data, parts, wait)
+
+
+@_jit
+def prelu_fwd_c_run_team(x, out, w, per_k, ge, axis, team, fn, wait, nthreads):
+    """``prelu_fwd_c_run_par`` on the team (the same parts)."""
+    if not _disjoint_out(x, out, w):
+        return 0
+    if x.shape[0] >= nthreads and x.shape[0] % nthreads == 0:
+        axis = 0
+    return _prelu_team(x, out, w, axis, team, fn, wait, nthreads)
+
+
+@_jit
+def prelu_fwd_short_run_team(x, out, w, ge, team, fn, wait, nthreads):
+    """``prelu_fwd_short_run_par`` on the team (``fn``: the prelu part with ``per_k``)."""
+    if not _disjoint_out(x, out, w):
+        return 0
+    n0, c, inner = x.shape
+    return _prelu_team(x.reshape((1, n0, c * inner)), out.reshape((1, n0, c * inner)),
+                       slope_pattern(w, inner), 1, team, fn, wait, nthreads)
+
+
+#: Each serial kernel's team driver.
+TEAM_DRIVERS = {
+    lrelu_fwd_row: lrelu_fwd_row_team,
+    lrelu_fwd_row_inplace: lrelu_fwd_row_inplace_team,
+    lrelu_bwd_row: lrelu_bwd_row_team,
+    copy_row: copy_row_team,
+    prelu_fwd_c_run: prelu_fwd_c_run_team,
+    prelu_fwd_short_run: prelu_fwd_short_run_team,
+}
