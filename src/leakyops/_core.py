@@ -694,10 +694,11 @@ _serial = _cpu.thread_thresholds()["prelu_backward"]  # (the elements _run_fast'
 _PRELU_BWD_SERIAL = {dt: _serial[dt.name] for dt in SUPPORTED_DTYPES}
 
 
-def _run_fast(fn, args, flags, nbytes: int):
+def _run_fast(fn, args, flags, nbytes: int, team: bool = True):
     """A contiguous-path kernel ``fn(*args)``, or its threaded twin ``_THREADED[fn]`` with
-    the thread count appended when the work (``nbytes`` of output, weighted) is large; returns
-    what the kernel returns (None, or prelu_backward's bool).
+    the thread count appended when the work (``nbytes`` of output, weighted) is large (on
+    leakyops' team where ``fn`` has a team driver and ``team``); returns what the kernel
+    returns (None, or prelu's and prelu_backward's bool or 0/1).
 
     The arrays may be of a half storage dtype, not yet viewed as the kernel's integer dtype:
     a compiled entry point takes them as they are (see ``_FAST_VIEW``); they are viewed only
@@ -707,7 +708,7 @@ def _run_fast(fn, args, flags, nbytes: int):
     # (one thread allowed, or too little work: the serial entry point, found without a call)
     if nbytes < PARALLEL_MIN_BYTES:
         threads = 1
-    elif fn in _TEAM_KIND:  # (leakyops' own team: _kernels/_team.py)
+    elif team and fn in _TEAM_KIND:  # (leakyops' own team: _kernels/_team.py)
         threads = _threads.team_threads()
         if threads > 1:
             return _run_team(fn, args, flags, nbytes, threads)
@@ -754,6 +755,7 @@ _TEAM_KIND = {
     _kernels.copy_row: ("copy", lambda flags: flags),
     _kernels.prelu_fwd_c_run: ("prelu", lambda flags: flags),
     _kernels.prelu_fwd_short_run: ("prelu", lambda flags: (True, flags)),
+    _kernels.prelu_bwd_c_run: ("prelu_bwd", lambda flags: flags),
 }
 #: Team entry points: (driver's entry point, part function's address) per (kernel, dtype, flags).
 _TEAM_ENTRY: dict = {}
@@ -1288,10 +1290,12 @@ def _prelu_backward_c(g, x, gi, weight, per_k: bool, rule: bool, acc: np.ndarray
     # (the entry points are cached by the first operand's dtype; where the weight's dtype,
     # which oneDNN's rules allow to differ, or the sums' is another, they join the key)
     dt = g.dtype
-    flags = (per_k, rule) if weight.dtype is dt and acc.dtype is dt else \
-        (per_k, rule, weight.dtype, acc.dtype)
+    plain = weight.dtype is dt and acc.dtype is dt
+    flags = (per_k, rule) if plain else (per_k, rule, weight.dtype, acc.dtype)
+    # (the team's part functions take one dtype and the comparison flag; oneDNN's rules and
+    # float64 sums run on numba's region)
     return _run_fast(_kernels.prelu_bwd_c_run, (g, x, gi, weight, acc, per_k, rule), flags,
-                     gi.nbytes)
+                     gi.nbytes, plain and type(rule) is bool)
 
 
 def _prelu_backward_into(grad_input, g, x, weight, wshape, rule, out=None) -> np.ndarray:
@@ -1455,14 +1459,12 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
         ep = _ENTRY.get((_kernels.prelu_bwd_c_run, dt, (per_k, rule)))
         if ep is not None:  # (half types given as they are: see _FAST_VIEW)
             return (gi, gw) if ep(gv, xv, giv, weight, gw, per_k, rule) else None
-    else:  # (the threads: their entry point, as _run_fast would find it)
-        ep = _ENTRY.get((_kernels.prelu_bwd_c_run_par, dt, (per_k, rule)))
-        threads = _threads.parallel_threads()
-        if ep is not None and threads > 1 and _threads.enter_parallel():
-            try:
-                ran = ep(gv, xv, giv, weight, gw, per_k, rule, threads)
-            finally:
-                _threads.exit_parallel()
+    else:  # (the team's threads, as _run_fast would take them)
+        threads = _threads.team_threads()
+        if threads > 1:
+            ran = _run_team(_kernels.prelu_bwd_c_run, (gv, xv, giv, weight, gw, per_k, rule),
+                            (per_k, rule), gi.nbytes * _WEIGHTS[_kernels.prelu_bwd_c_run][dt],
+                            threads)
             return (gi, gw) if ran else None
     return (gi, gw) if _prelu_backward_c(gv, xv, giv, weight, per_k, rule, gw) else None
 

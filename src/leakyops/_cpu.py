@@ -226,9 +226,9 @@ def thread_weights() -> dict[str, dict[str, float]]:
     that many weighted bytes on (:func:`thread_thresholds` in elements). The weights are the
     measured crossovers of one thread and two divided into 128 KiB (docs/benchmarks.md).
 
-    ``leaky_relu`` (both forms), ``leaky_relu_backward`` and ``prelu`` run threaded on
-    leakyops' own team (``_kernels/_team.py``); measured on an AMD EPYC Zen 5 with it, natively
-    and under the AVX2 caps (through the API, one thread against two, 8,192-196,608 elements):
+    The contiguous paths of the five operators run threaded on leakyops' own team
+    (``_kernels/_team.py``); measured on an AMD EPYC Zen 5 with it, natively and under the AVX2
+    caps (through the API, one thread against two, 8,192-196,608 elements):
 
     - float16 and bfloat16 on the portable (AVX2) loops cross at 12,000-16,000 and under 8,200
       elements (their conversions are the work; prelu's bfloat16 at about 28,000); on the
@@ -239,9 +239,11 @@ def thread_weights() -> dict[str, dict[str, float]]:
     - In place (the loop reads and writes the same lines): float32 at about 90,000 elements
       with AVX-512, 40,000 under the AVX2 caps; float64 at about 28,000 and 16,000.
 
-    ``prelu_backward`` still runs on numba's OpenMP team: Zen 3's crossovers, about 260 KB of
-    float32 (its lanes, allocated per call, and the combine cost more than two threads save
-    below), 50 KB of bfloat16.
+    ``prelu_backward`` (its contiguous path, on the team too) crossed at 1,000-4,000 elements
+    of every dtype on both tiers ((4, 64, L)) while the VM passed a cache line between its
+    two CPUs in 50 ns, at 65,000 and more an hour later, when that took 400 ns (every
+    threaded library slowed alike; the element-wise crossovers doubled): it starts its threads
+    from 16,384 elements, between the two.
     """
     base = {"float16": 4.0, "bfloat16": 6.0, "float32": 1.0, "float64": 1.0}
     fwd, bwd, prelu = dict(base), dict(base), {**base, "bfloat16": 2.0}
@@ -252,7 +254,7 @@ def thread_weights() -> dict[str, dict[str, float]]:
     inplace = {**fwd, "float32": 0.36 if wide else 0.8, "float64": 0.58 if wide else 1.0}
     return {"leaky_relu": fwd, "leaky_relu_": inplace, "leaky_relu_backward": bwd,
             "prelu": prelu,
-            "prelu_backward": {"float16": 2.0, "bfloat16": 2.6, "float32": 0.5, "float64": 0.5}}
+            "prelu_backward": {"float16": 4.0, "bfloat16": 4.0, "float32": 2.0, "float64": 1.0}}
 
 
 _ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
@@ -295,9 +297,8 @@ def kernel_paths() -> dict[str, dict[str, str]]:
                          "over the slopes laid out per element")
             if op == "prelu_backward":
                 path += "; grad_weight in 16 float64 lanes (explicit vectors, written-out order)"
-            team = "numba's region" if op == "prelu_backward" else "leakyops' team"
             paths[op][dt] = path + (f"; threads from {threads_from[op][dt]:,} elements "
-                                    f"(contiguous; {team})")
+                                    "(contiguous; leakyops' team)")
     return paths
 
 

@@ -1,19 +1,19 @@
 """The kernels' threads: how many a call may use, leakyops' own team, and numba's threading
 layer underneath the rest.
 
-The contiguous paths of ``leaky_relu`` (both forms), ``leaky_relu_backward`` and ``prelu`` (and
-the benchmark's copy) run on :class:`Team`, leakyops' own worker threads: a call posts a part
-to each spinning worker through shared words and runs part 0 itself, about 0.3 µs over the
-serial call where numba's region costs 1.2-1.3 µs (``_kernels/_team.py``; figures in
-docs/benchmarks.md). Any Python thread may call at once (each claims the free workers); a
-forked child starts workers of its own (one thread there, as for every kernel, where
-numba's OpenMP region ran in the parent: see below).
+The contiguous paths of the five operators (and the benchmark's copy) run on :class:`Team`,
+leakyops' own worker threads: a call posts a part to each spinning worker through shared
+words and runs part 0 itself, about 0.3 µs over the serial call where numba's region costs
+1.2-1.3 µs (``_kernels/_team.py``; figures in docs/benchmarks.md). Any Python thread may call
+at once (each claims the free workers); a forked child starts workers of its own (one thread
+there, as for every kernel, where numba's OpenMP region ran in the parent: see below).
 
-The other large calls (``prelu_backward``, the general paths) run numba ``parallel=True``
-drivers (``prange`` over chunks, each chunk a serial, vectorised loop). The threading layer is chosen for the lowest fan-out cost: GNU OpenMP
-(``omp``) hands two chunks to its team in a few microseconds, many times faster than a pool
-of Python threads (waking a thread and passing the GIL) and faster than ``tbb`` below a
-million elements (figures in docs/benchmarks.md). numba picks the layer once per process, at the first
+The other large calls (the general paths: strided, broadcast, mixed dtypes, oneDNN's rules)
+run numba ``parallel=True`` drivers (``prange`` over chunks, each chunk a serial, vectorised
+loop). The threading layer is chosen for the lowest fan-out cost: GNU OpenMP (``omp``) hands
+two chunks to its team in a few microseconds, many times faster than a pool of Python
+threads (waking a thread and passing the GIL) and faster than ``tbb`` below a million
+elements (figures in docs/benchmarks.md). numba picks the layer once per process, at the first
 parallel call; leakyops asks for ``omp`` first unless the user chose a layer themselves
 (``NUMBA_THREADING_LAYER`` or ``NUMBA_THREADING_LAYER_PRIORITY``).
 
@@ -147,11 +147,10 @@ def _start_numba_threads() -> None:
 
 
 def layer_name() -> str:
-    """The threads underneath: leakyops' team for the contiguous paths of ``leaky_relu`` (both
-    forms), ``leaky_relu_backward`` and ``prelu``, numba's threading layer for the others (once
-    started, else what will be asked for first)."""
+    """The threads underneath: leakyops' team for the operators' contiguous paths, numba's
+    threading layer for the general paths (once started, else what will be asked for first)."""
     numba_layer = _layer if _layer is not None else "not started (omp preferred)"
-    return f"leakyops team (contiguous element-wise paths); numba {numba_layer} (the others)"
+    return f"leakyops team (contiguous paths); numba {numba_layer} (general paths)"
 
 
 def parallel_threads() -> int:

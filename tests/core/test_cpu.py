@@ -181,8 +181,8 @@ _CALLS = {
 def test_each_path_starts_the_threads_where_its_description_says(monkeypatch, op, dtype):
     """``threads from N elements`` in the paths (``_cpu.thread_thresholds``) is where the core
     asks for the threads: a contiguous call of N - 1 elements runs on this thread, one of N
-    asks leakyops' team for its threads (prelu_backward: enters numba's parallel region);
-    spied: the spy declines, and the serial kernel runs."""
+    asks leakyops' team for its threads (spied: the spy declines, and the serial kernel
+    runs)."""
     from leakyops import _core, _threads
     from leakyops._cli_io import np_dtype
 

@@ -1,5 +1,8 @@
 """leakyops' own team of threads: the contiguous paths' threaded calls without numba's region.
 
+The operators' contiguous paths (``leaky_relu`` in both forms, ``leaky_relu_backward``,
+``prelu``, ``prelu_backward``) and the benchmark's copy run threaded here.
+
 A ``prange`` region of numba on GNU OpenMP costs 1.2-1.3 µs to hand two chunks out and join
 them on the AMD EPYC this was measured on (libgomp's own share about 0.45 µs, measured in C),
 which decides the calls of 1e4-1e5 elements. Two threads pass a cache line to and fro in
@@ -39,9 +42,12 @@ from numba.extending import intrinsic
 
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
-from ._loops import (_disjoint_out, _part, copy_row, lrelu_bwd_row, lrelu_fwd_row, lrelu_fwd_row_inplace,
-                     prelu_fwd_c, prelu_fwd_c_run, prelu_fwd_short_run, slope_pattern)
+from ._loops import (_disjoint_gi, _disjoint_out, _part, combine_partials, copy_row, lrelu_bwd_row,
+                     lrelu_fwd_row, lrelu_fwd_row_inplace, prelu_bwd_c, prelu_bwd_c_run,
+                     prelu_bwd_c_state, prelu_bwd_rows, prelu_fwd_c, prelu_fwd_c_run,
+                     prelu_fwd_short_run, round_lanes, slope_pattern, start_lanes)
 from ._threaded import _chunk
+from ._vector import LANES
 
 __all__ = ["ROW", "WORKERS", "SYSCALL", "STATE", "DONE", "IDLE", "SLEEP", "CLAIMED", "STOP", "MAX_THREADS", "SYS_FUTEX",
            "worker_loop", "set_state", "part_address", "TEAM_DRIVERS"]
@@ -164,6 +170,24 @@ _FUTEX_WAIT, _FUTEX_WAKE = 128, 129
 SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}.get(platform.machine().lower())
 
 
+#: Linux's sched_yield, and the cycles a caller spins for a taken part before it yields its
+#: CPU at each turn (the worker may share that CPU: more threads than CPUs).
+SYS_SCHED_YIELD = {"x86_64": 24, "amd64": 24, "aarch64": 124, "arm64": 124}.get(
+    platform.machine().lower())
+_YIELD_AFTER = 100_000
+
+
+@intrinsic
+def sched_yield(typingctx, syscall):
+    """``syscall(SYS_sched_yield)`` through libc's ``syscall`` at the address ``syscall``."""
+    def codegen(context, builder, sig, args):
+        f = _int64(context, builder, args[0], sig.args[0])
+        fnty = ir.FunctionType(_I64, [_I64], var_arg=True)
+        return builder.call(builder.inttoptr(f, fnty.as_pointer()),
+                            [ir.Constant(_I64, SYS_SCHED_YIELD or 0)])
+    return types.int64(syscall), codegen
+
+
 @intrinsic
 def futex(typingctx, syscall, addr, idx, op, value):
     """``syscall(SYS_futex, &word idx, op, value, NULL)`` through libc's ``syscall`` at the
@@ -252,8 +276,12 @@ def run_parts(team, fn, block, nparts, wait):
             if swap_word(team, row + STATE, job, CLAIMED):  # (not taken: run it here)
                 call_part(fn, block, p)
             else:
+                since = cycles()
                 while load_word(team, row + DONE) != job + 1:
-                    spin_pause()
+                    if cycles() - since > _YIELD_AFTER:  # (more threads than CPUs: let it run)
+                        sched_yield(syscall)
+                    else:
+                        spin_pause()
             store_word(team, row + STATE, IDLE)
     return 1
 
@@ -311,9 +339,35 @@ def _prelu_part(dtype, per_k, ge):
     return part
 
 
+def _prelu_bwd_part(dtype, per_k, ge):
+    """prelu_backward's C-contiguous 3-D views: block ``[n, parts, g, x, gi, s0, s1, s2, w,
+    w size, sums, units]``. A slope per row: part ``p`` the channels ``_part(n, parts, p)``
+    into their lanes (``sums``: ``(C, 2, LANES)``); channels last: the units
+    ``_part(units, parts, p)``, each unit's rows into its own partial pair (``sums``:
+    ``(units, 2, C)``), as ``prelu_bwd_c_run_par``'s parts (the bits depend on the shapes only)."""
+    def part(blk, p):
+        b = carray(address(blk), 12, np.int64)
+        shape = (b[5], b[6], b[7])
+        g = carray(address(b[2]), shape, dtype)
+        x = carray(address(b[3]), shape, dtype)
+        gi = carray(address(b[4]), shape, dtype)
+        w = carray(address(b[8]), b[9], dtype)
+        if not per_k:
+            lanes = carray(address(b[10]), (b[9], 2, LANES), np.float64)
+            lo, hi = _part(b[0], b[1], p)
+            prelu_bwd_rows(g, x, gi, w, lanes, ge, lo, hi)
+        else:
+            partials = carray(address(b[10]), (b[11], 2, b[9]), np.float64)
+            ulo, uhi = _part(b[11], b[1], p)
+            for u in range(ulo, uhi):
+                lo, hi = _part(shape[1], b[11], u)
+                prelu_bwd_c(g, x, gi, w, partials[u, 0], partials[u, 1], lo, hi, ge)
+    return part
+
+
 def part_address(kind, dtype, flags) -> int:
     """The address of the part function of ``kind`` (``"fwd"``, ``"inplace"``, ``"bwd"``,
-    ``"copy"``, ``"prelu"``) for the storage view ``dtype`` and the flags (``ge``; prelu ``(per_k, ge)``),
+    ``"copy"``, ``"prelu"``, ``"prelu_bwd"``) for the storage view ``dtype`` and the flags (``ge``; prelu ``(per_k, ge)``),
     compiled on first use."""
     key = (kind, dtype, flags)
     addr = _PARTS.get(key)
@@ -321,6 +375,8 @@ def part_address(kind, dtype, flags) -> int:
         dt = np.dtype(dtype).type
         if kind == "prelu":
             fn = _prelu_part(dt, *flags)
+        elif kind == "prelu_bwd":
+            fn = _prelu_bwd_part(dt, *flags)
         else:
             kernel, arrays = {"fwd": (lrelu_fwd_row, 2), "inplace": (lrelu_fwd_row_inplace, 1),
                               "bwd": (lrelu_bwd_row, 3), "copy": (copy_row, 2)}[kind]
@@ -399,6 +455,32 @@ def prelu_fwd_short_run_team(x, out, w, ge, team, fn, wait, nthreads):
                        slope_pattern(w, inner), 1, team, fn, wait, nthreads)
 
 
+@_jit
+def prelu_bwd_c_run_team(g, x, gi, w, acc, per_k, ge, team, fn, wait, nthreads):
+    """``prelu_bwd_c_run_par`` on the team: the same parts, the sums started before and
+    rounded (or combined) after every part has read its data. 0, nothing written, where
+    ``gi`` shares memory with another array."""
+    if not _disjoint_gi(g, x, gi, w, acc):
+        return 0
+    b = np.empty(12, np.int64)
+    b[2], b[3], b[4], b[8], b[9] = g.ctypes.data, x.ctypes.data, gi.ctypes.data, w.ctypes.data, w.shape[0]
+    b[5], b[6], b[7] = x.shape[0], x.shape[1], x.shape[2]
+    if not per_k:
+        c = w.shape[0]
+        lanes = start_lanes(c, ge)
+        parts = max(1, min(nthreads, c))
+        b[0], b[1], b[10] = c, parts, lanes.ctypes.data
+        run_parts(team, fn, b.ctypes.data, parts, wait)
+        round_lanes(lanes, acc)
+    else:
+        units, partials = prelu_bwd_c_state(x.shape, w.shape[0], ge)
+        parts = max(1, min(nthreads, units))
+        b[0], b[1], b[10], b[11] = units, parts, partials.ctypes.data, units
+        run_parts(team, fn, b.ctypes.data, parts, wait)
+        combine_partials(partials, acc, ge)
+    return 1
+
+
 #: Each serial kernel's team driver.
 TEAM_DRIVERS = {
     lrelu_fwd_row: lrelu_fwd_row_team,
@@ -407,4 +489,5 @@ TEAM_DRIVERS = {
     copy_row: copy_row_team,
     prelu_fwd_c_run: prelu_fwd_c_run_team,
     prelu_fwd_short_run: prelu_fwd_short_run_team,
+    prelu_bwd_c_run: prelu_bwd_c_run_team,
 }
