@@ -227,7 +227,7 @@ class Team:
         self.words[k.STATE::k.ROW] = k.STOP  # (no worker yet: its part runs on the caller)
         self.addr = self.words.ctypes.data
         self.syscall = self.words[k.SYSCALL] = _libc_syscall() if k.SYS_FUTEX else 0
-        self.workers = 0
+        self.workers = self.words[k.WORKERS] = 0  # (after the STOP above, which hit row 0 too)
         self.cap = max(1, min(_pool_size(), k.MAX_THREADS))
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -255,7 +255,7 @@ class Team:
         needed."""
         k = self._k
         self.words[k.STATE::k.ROW] = k.STOP
-        self.workers = self.words[k.WORKERS] = 0
+        self.workers = self.words[k.WORKERS] = 0  # (after the line above: row 0's first word)
         self._threads = []
         self._lock = threading.Lock()
 
