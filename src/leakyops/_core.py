@@ -757,7 +757,8 @@ _TEAM_KIND = {
     _kernels.prelu_fwd_short_run: ("prelu", lambda flags: (True, flags)),
     _kernels.prelu_bwd_c_run: ("prelu_bwd", lambda flags: flags),
 }
-#: Team entry points: (driver's entry point, part function's address) per (kernel, dtype, flags).
+#: Team entry points: (driver's entry point, part function's address, team's address) per
+#: (kernel, dtype, flags).
 _TEAM_ENTRY: dict = {}
 
 

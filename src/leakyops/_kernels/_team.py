@@ -293,35 +293,38 @@ def run_parts(team, fn, block, nparts, wait):
 _PARTS: dict = {}
 
 
-def _rows_part(kernel, dtype, ge, arrays):
-    """Element-wise rows: block ``[n, parts, a0, a1, (a2), slope bits]`` (``arrays`` 1-3; the
-    copy: two arrays, no slope)."""
+def _rows_part(kind, dtype, ge):
+    """Element-wise rows: block ``[n, parts, a0, a1, (a2), slope bits]``; the copy: two
+    arrays, no slope. (The closures hold constants only, a dtype, a flag and a number, and
+    name their loop as a global: numba's disk cache keys a closure by its cells, pickled,
+    and a dispatcher pickles differently in every process.)"""
     size = np.dtype(dtype).itemsize
 
-    @njit(inline="always", **NJIT_OPTIONS)
-    def row(block, k, lo, hi):
-        return carray(address(block[k] + size * lo), hi - lo, dtype)
-
-    if kernel is copy_row:
+    if kind == "copy":
         def part(blk, p):
             b = carray(address(blk), 8, np.int64)
             lo, hi = _chunk(b[0], b[1], p)
-            kernel(row(b, 2, lo, hi), row(b, 3, lo, hi))
-    elif arrays == 1:
+            copy_row(carray(address(b[2] + size * lo), hi - lo, dtype),
+                     carray(address(b[3] + size * lo), hi - lo, dtype))
+    elif kind == "inplace":
         def part(blk, p):
             b = carray(address(blk), 8, np.int64)
             lo, hi = _chunk(b[0], b[1], p)
-            kernel(row(b, 2, lo, hi), bits_float(b[5]), ge)
-    elif arrays == 2:
+            lrelu_fwd_row_inplace(carray(address(b[2] + size * lo), hi - lo, dtype),
+                                  bits_float(b[5]), ge)
+    elif kind == "fwd":
         def part(blk, p):
             b = carray(address(blk), 8, np.int64)
             lo, hi = _chunk(b[0], b[1], p)
-            kernel(row(b, 2, lo, hi), row(b, 3, lo, hi), bits_float(b[5]), ge)
+            lrelu_fwd_row(carray(address(b[2] + size * lo), hi - lo, dtype),
+                          carray(address(b[3] + size * lo), hi - lo, dtype), bits_float(b[5]), ge)
     else:
         def part(blk, p):
             b = carray(address(blk), 8, np.int64)
             lo, hi = _chunk(b[0], b[1], p)
-            kernel(row(b, 2, lo, hi), row(b, 3, lo, hi), row(b, 4, lo, hi), bits_float(b[5]), ge)
+            lrelu_bwd_row(carray(address(b[2] + size * lo), hi - lo, dtype),
+                          carray(address(b[3] + size * lo), hi - lo, dtype),
+                          carray(address(b[4] + size * lo), hi - lo, dtype), bits_float(b[5]), ge)
     return part
 
 
@@ -378,9 +381,7 @@ def part_address(kind, dtype, flags) -> int:
         elif kind == "prelu_bwd":
             fn = _prelu_bwd_part(dt, *flags)
         else:
-            kernel, arrays = {"fwd": (lrelu_fwd_row, 2), "inplace": (lrelu_fwd_row_inplace, 1),
-                              "bwd": (lrelu_bwd_row, 3), "copy": (copy_row, 2)}[kind]
-            fn = _rows_part(kernel, dt, flags, arrays)
+            fn = _rows_part(kind, dt, flags)
         disp = _jit(fn)
         sig = (types.int64, types.int64)
         disp.compile(sig)
