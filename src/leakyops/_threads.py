@@ -273,14 +273,19 @@ class Team:
 
 
 _team: Team | None = None
+_team_lock = threading.Lock()
 
 
 def team() -> Team:
-    """This process's team (created at its first use)."""
+    """This process's team (created at its first use, once: compiled entry points keep its
+    address, so a second one made by a racing thread would leave them a freed array)."""
     global _team
     if _team is None:
-        _team = Team()
-        atexit.register(_team.stop)
+        with _team_lock:
+            if _team is None:
+                t = Team()
+                atexit.register(t.stop)
+                _team = t
     return _team
 
 

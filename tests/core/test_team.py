@@ -225,3 +225,30 @@ def test_a_process_exits_with_its_workers(spinning):
                           timeout=300)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert time.monotonic() - start < 60
+
+
+_RACE = textwrap.dedent("""
+    import threading, numpy as np, leakyops
+    from leakyops import _core, _threads
+    x = np.linspace(-1, 1, 400_003, dtype=np.float32)
+    expected = np.where(x > 0, x, x * np.float32(0.25)).tobytes()
+    start, bad = threading.Barrier(8), []
+    def first_call():
+        start.wait()
+        if leakyops.leaky_relu(x, 0.25).tobytes() != expected:
+            bad.append(1)
+    threads = [threading.Thread(target=first_call) for _ in range(8)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    addresses = {ent[2] for ent in _core._TEAM_ENTRY.values()}
+    assert not bad and addresses == {_threads.team().addr}, (bad, addresses)
+""")
+
+
+@pytest.mark.skipif(leakyops.get_num_threads() < 2, reason="one thread allowed: no team")
+def test_threads_making_their_first_calls_at_once_make_one_team():
+    """Eight threads' first threaded calls at once, in a fresh process: one team, whose
+    address every compiled entry point holds (a second team would leave them a freed array)."""
+    done = subprocess.run([sys.executable, "-c", _RACE], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
