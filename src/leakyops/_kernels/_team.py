@@ -438,7 +438,9 @@ def _prelu_team(x, out, w, axis, team, fn, wait, nthreads):
 
 @_jit
 def prelu_fwd_c_run_team(x, out, w, per_k, ge, axis, team, fn, wait, nthreads):
-    """``prelu_fwd_c_run_par`` on the team (the same parts)."""
+    """``prelu_fwd_c_run`` on the team: ``axis`` in as many parts as threads, or the outer axis
+    where it splits evenly among them (each thread one contiguous stretch). 0, nothing
+    written, where ``out`` shares memory with ``x`` or ``w``, as there."""
     if not _disjoint_out(x, out, w):
         return 0
     if x.shape[0] >= nthreads and x.shape[0] % nthreads == 0:
@@ -448,7 +450,8 @@ def prelu_fwd_c_run_team(x, out, w, per_k, ge, axis, team, fn, wait, nthreads):
 
 @_jit
 def prelu_fwd_short_run_team(x, out, w, ge, team, fn, wait, nthreads):
-    """``prelu_fwd_short_run_par`` on the team (``fn``: the prelu part with ``per_k``)."""
+    """``prelu_fwd_short_run`` on the team: the outer rows in parts, over the slopes laid out
+    per element (``fn``: the prelu part with ``per_k``). 0, nothing written, as there."""
     if not _disjoint_out(x, out, w):
         return 0
     n0, c, inner = x.shape
