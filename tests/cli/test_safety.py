@@ -259,20 +259,26 @@ _CALLBACK_CHILD = textwrap.dedent("""
 """)
 
 
-@POSIX
-def test_an_interrupt_in_a_ctypes_callback_is_one_line(tmp_path):
-    """Python cannot raise out of a ctypes callback: it hands the KeyboardInterrupt to
-    sys.unraisablehook, whose default prints "Exception ignored on calling ctypes callback
-    function" and a traceback. The command's hook records it quietly: one line, status 130."""
+def _interrupted_run_is_one_line(tmp_path, child):
+    """``leakyops run`` through ``child`` (a script that interrupts it): status 130, the one
+    line on stderr, nothing on stdout, no output file left."""
     np.save(tmp_path / "x.npy", np.ones(10, np.float32))
     env = dict(os.environ)
     env.pop("LEAKYOPS_DEBUG", None)
-    res = subprocess.run([sys.executable, "-c", _CALLBACK_CHILD, "run", "leaky_relu", str(tmp_path / "x.npy"),
+    res = subprocess.run([sys.executable, "-c", child, "run", "leaky_relu", str(tmp_path / "x.npy"),
                           "-o", str(tmp_path / "y.npy")], capture_output=True, text=True, env=env, timeout=120,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert res.returncode == 130, (res.returncode, res.stderr)
     assert res.stderr == "leakyops run: interrupted\n" and res.stdout == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
+
+
+@POSIX
+def test_an_interrupt_in_a_ctypes_callback_is_one_line(tmp_path):
+    """Python cannot raise out of a ctypes callback: it hands the KeyboardInterrupt to
+    sys.unraisablehook, whose default prints "Exception ignored on calling ctypes callback
+    function" and a traceback. The command's hook records it quietly: one line, status 130."""
+    _interrupted_run_is_one_line(tmp_path, _CALLBACK_CHILD)
 
 
 _HALF_BUILT_CHILD = textwrap.dedent("""
@@ -306,15 +312,7 @@ def test_what_ctrl_c_cut_short_says_nothing_when_freed(tmp_path):
     traceback frees it (seen once under the AVX2 caps: llvmlite's pass builder while numba
     compiled, "Exception ignored in ... ObjectRef.__del__" after the command's line): one
     line, status 130."""
-    np.save(tmp_path / "x.npy", np.ones(10, np.float32))
-    env = dict(os.environ)
-    env.pop("LEAKYOPS_DEBUG", None)
-    res = subprocess.run([sys.executable, "-c", _HALF_BUILT_CHILD, "run", "leaky_relu", str(tmp_path / "x.npy"),
-                          "-o", str(tmp_path / "y.npy")], capture_output=True, text=True, env=env, timeout=120,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    assert res.returncode == 130, (res.returncode, res.stderr)
-    assert res.stderr == "leakyops run: interrupted\n" and res.stdout == ""
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npy"]
+    _interrupted_run_is_one_line(tmp_path, _HALF_BUILT_CHILD)
 
 
 def test_the_commands_unraisable_hook_passes_on_anything_else(monkeypatch, python_sigint):
