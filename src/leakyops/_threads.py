@@ -294,15 +294,13 @@ def team_threads() -> int:
     (1: serially), its workers started where they are missing (the count
     :func:`get_num_threads` tells, without starting numba's pool)."""
     n = _state.num_threads or _num_threads
-    t = _team
-    if t is not None and n <= t.workers + 1 and not _forked_after_threads:
-        return n  # (every call after the first: the workers are there)
     if n == 1 or _forked_after_threads:
         return 1
-    t = t or team()
+    t = _team or team()
     if not t.syscall:  # pragma: no cover - no futex: no team
         return 1
-    n = min(n, t.cap)
+    if n > t.cap:
+        n = t.cap
     if n - 1 > t.workers:
         t.start(n - 1)
     return n
