@@ -397,33 +397,35 @@ def part_address(kind, dtype, flags) -> int:
 # 1, or 0 where prelu's out shares memory with an operand (nothing written).
 
 
+@njit(inline="always", **NJIT_OPTIONS)
+def _rows_team(n, a0, a1, a2, s, team, fn, wait, nthreads):
+    """An element-wise row call: block ``[n, parts, a0, a1, a2, slope bits]`` (addresses; 0
+    for an operand the loop has not), parts posted."""
+    b = np.empty(8, np.int64)
+    b[0], b[1], b[2], b[3], b[4], b[5] = n, nthreads, a0, a1, a2, float_bits(s)
+    return run_parts(team, fn, b.ctypes.data, nthreads, wait)
+
+
 @_jit
 def lrelu_fwd_row_team(x, out, s, ge, team, fn, wait, nthreads):
-    b = np.empty(8, np.int64)
-    b[0], b[1], b[2], b[3], b[5] = x.shape[0], nthreads, x.ctypes.data, out.ctypes.data, float_bits(s)
-    return run_parts(team, fn, b.ctypes.data, nthreads, wait)
+    return _rows_team(x.shape[0], x.ctypes.data, out.ctypes.data, 0, s, team, fn, wait, nthreads)
 
 
 @_jit
 def lrelu_fwd_row_inplace_team(x, s, ge, team, fn, wait, nthreads):
-    b = np.empty(8, np.int64)
-    b[0], b[1], b[2], b[5] = x.shape[0], nthreads, x.ctypes.data, float_bits(s)
-    return run_parts(team, fn, b.ctypes.data, nthreads, wait)
+    return _rows_team(x.shape[0], x.ctypes.data, 0, 0, s, team, fn, wait, nthreads)
 
 
 @_jit
 def lrelu_bwd_row_team(g, t, out, s, ge, team, fn, wait, nthreads):
-    b = np.empty(8, np.int64)
-    b[0], b[1], b[2], b[3], b[4] = t.shape[0], nthreads, g.ctypes.data, t.ctypes.data, out.ctypes.data
-    b[5] = float_bits(s)
-    return run_parts(team, fn, b.ctypes.data, nthreads, wait)
+    return _rows_team(t.shape[0], g.ctypes.data, t.ctypes.data, out.ctypes.data, s, team, fn,
+                      wait, nthreads)
 
 
 @_jit
 def copy_row_team(src, dst, team, fn, wait, nthreads):
-    b = np.empty(8, np.int64)
-    b[0], b[1], b[2], b[3] = src.shape[0], nthreads, src.ctypes.data, dst.ctypes.data
-    return run_parts(team, fn, b.ctypes.data, nthreads, wait)
+    return _rows_team(src.shape[0], src.ctypes.data, dst.ctypes.data, 0, 0.0, team, fn, wait,
+                      nthreads)
 
 
 @_jit
