@@ -694,6 +694,14 @@ _serial = _cpu.thread_thresholds()["prelu_backward"]  # (the elements _run_fast'
 _PRELU_BWD_SERIAL = {dt: _serial[dt.name] for dt in SUPPORTED_DTYPES}
 
 
+def _kernel_args(args, dt, view):
+    """``args`` with the arrays of dtype ``dt`` viewed as ``view`` (a half storage dtype's
+    kernel view; None: as they are), for numba to see the kernel's types."""
+    if view is None:
+        return args
+    return tuple(a.view(view) if type(a) is np.ndarray and a.dtype is dt else a for a in args)
+
+
 def _run_fast(fn, args, flags, nbytes: int, team: bool = True):
     """A contiguous-path kernel ``fn(*args)``, or its threaded twin ``_THREADED[fn]`` with
     the thread count appended when the work (``nbytes`` of output, weighted) is large (on
@@ -728,8 +736,7 @@ def _run_fast(fn, args, flags, nbytes: int, team: bool = True):
     # a first call (numba compiles or finds the entry point; a half storage dtype's arrays
     # viewed, its key given the same entry point), or the workqueue layer busy elsewhere
     view = _FAST_VIEW.get(dt)
-    if view is not None:
-        args = tuple(a.view(view) if type(a) is np.ndarray and a.dtype is dt else a for a in args)
+    args = _kernel_args(args, dt, view)
     if threads > 1 and _threads.enter_parallel():
         try:
             tfn = _THREADED[fn]
@@ -774,9 +781,7 @@ def _team_entry(fn, args, flags, threads):
     """Compile (or load) ``fn``'s team driver and part function for these arguments:
     ``(entry point, part function's address, team's address)``."""
     dt = args[0].dtype
-    view = _FAST_VIEW.get(dt)
-    if view is not None:
-        args = tuple(a.view(view) if type(a) is np.ndarray and a.dtype is dt else a for a in args)
+    args = _kernel_args(args, dt, _FAST_VIEW.get(dt))
     kind, part_flags = _TEAM_KIND[fn]
     part = _kernels.part_address(kind, args[0].dtype, part_flags(flags))
     team = _threads.team().addr
