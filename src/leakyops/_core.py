@@ -1322,6 +1322,13 @@ def _prelu_backward_into(grad_input, g, x, weight, wshape, rule, out=None) -> np
         result[...] = 0  # (+0 in every storage kind)
         return result.reshape(weight.shape)
     wflat = _flat_weight(weight)
+    if wsize == 1 and all(a.flags.c_contiguous for a in (g, x, grad_input)) \
+            and g.shape == x.shape:
+        # one slope for every element (PyTorch's PReLU()): the one-slope units of the kernels
+        flat = (1, 1, x.size)
+        _prelu_backward_c(g.reshape(flat), x.reshape(flat), grad_input.reshape(flat), wflat,
+                          False, rule, result)
+        return _dnnl_sum_zero(result, rule, wsize < x.size).reshape(weight.shape)
     (x3, gi3, g3), (off, st) = _prelu_layout(x, wshape, [grad_input, g])
     views = [g3, x3, gi3]
     if x3.ndim == 3 and off == 0 and st in ((0, 1, 0), (0, 0, 1)) \
@@ -1433,9 +1440,11 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
     1-D weight along ``axis`` (``_plain_prelu_layout``), and results that are new arrays or
     C-contiguous writeable arrays of that dtype and shape; grad_input sharing no memory with
     an input or grad_weight (grad_weight is written after everything is read)."""
-    layout = _plain_prelu_layout(x, weight, axis)  # (x and the weight checked there)
+    layout = _plain_prelu_layout(x, weight, axis, True)  # (x and the weight checked there)
     if layout is None or type(g) is not np.ndarray:
         return None
+    if layout is _SHARED_SLOPE:  # (one slope: the kernels' one-slope units, on flat views)
+        layout = (1, 1, x.size), False, None, x.ndim == 3 and x.shape[:2] == (1, 1)
     dt, shape = x.dtype, x.shape
     gf = g.flags
     if g.dtype is not dt or g.shape != shape or not (gf.c_contiguous and gf.aligned):

@@ -48,7 +48,8 @@ def test_bench_runs_each_peer_in_its_own_process(tmp_path):
     assert {r["peer"] for r in recs} == {"leakyops", "copy-numpy", "copy-leakyops"}
     for r in recs:
         assert r["seconds"] > 0 and r["gbps"] > 0 and r["skipped"] is None
-        per = {"leaky_relu": 2, "prelu_backward": 3, "leaky_relu:alloc": 2, "prelu_backward:fresh": 3}[r["op"]]
+        per = {"leaky_relu": 2, "prelu_backward": 3, "leaky_relu:alloc": 2, "prelu_backward:fresh": 3,
+               "prelu_backward:one_slope": 3}[r["op"]]
         assert r["bytes"] == per * r["elements"] * (2 if r["dtype"] == "bfloat16" else 4)
     pb = [r for r in recs if r["op"] == "prelu_backward"]
     assert all(r["shape"][:2] == [4, 64] and len(r["shape"]) == 3 for r in pb)

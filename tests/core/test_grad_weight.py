@@ -223,7 +223,8 @@ def _wide(rng, shape, dtype):
 def _case(rng, dtype, layout: str, shape, channels: int):
     """``(g, x, w, axis)`` of a layout, built from (x, g) of ``shape``.
 
-    rows: C-contiguous (rows, C, length), axis 1. channels_last: C-contiguous (n, C), axis -1.
+    rows: C-contiguous (rows, C, length), axis 1. one_slope: the same with a one-element
+    weight (PyTorch's ``PReLU()``). channels_last: C-contiguous (n, C), axis -1.
     strided: every other element of the last axis, axis 1. one_channel_strided: the same
     with one slope (no axis a thread split can keep whole: partial sums). transposed: the
     reverse-axes view of a contiguous array, axis 1. channels_last_strided: every other row
@@ -254,6 +255,7 @@ def width_cases(dtype_ids=tuple(DTYPE_IDS)):
                 ("rows", (5, 3, 37), 3),              # short rows: mostly tail
                 ("rows", (9, 3, 5), 3),               # rows of at most 8: the first lanes only
                 ("rows", (9, 3, 8), 3),
+                ("one_slope", (3, 2, 2 * 4096 + 13), 1),  # PReLU(): units and a tail
                 ("strided", (2, 3, 2 * (2048 + 301)), 3),
                 ("one_channel_strided", (2, 1, 2 * 2053), 1),
                 ("channels_last", (3001, 5), 5),
@@ -270,6 +272,7 @@ def thread_cases():
     for dtype, did in zip(DTYPES, DTYPE_IDS):
         for layout, shape, channels in [
                 ("rows", (16, 8, 40 * 40 + 3), 8),             # split by channels
+                ("one_slope", (16, 8, 40 * 40 + 3), 1),        # one weight: split by units
                 ("one_channel_strided", (4, 1, 2 * 75_001), 1),  # a reduced axis: partial sums
                 ("channels_last", (75_001, 4), 4),              # units of rows: partial sums
                 ("channels_last_strided", (2 * 75_001, 4), 4),  # general path, partial sums
@@ -353,6 +356,9 @@ def test_grad_weight_bits_do_not_depend_on_the_thread_count():
         assert [r["threads"] for r in runs] == list(range(1, 9)), key
         unthreaded = [k for k, r in zip(range(2, 9), runs[1:]) if r["entered"] < 2]
         assert not unthreaded, f"{key}: not threaded with {unthreaded} threads (tests nothing)"
+        if key.startswith("one_slope"):  # (the contiguous path's units, not the general split)
+            assert all(r["nd_parts"] == [] for r in runs), (
+                f"{key}: a one-element weight went the general way: {runs}")
         if key.startswith(("one_channel_strided", "channels_last_strided")):
             parts = {tuple(r["nd_parts"]) for r in runs[1:]}  # (one thread: the serial loop)
             assert len(parts) == 1 and min(parts.pop()) > 1, (

@@ -28,7 +28,7 @@ DTYPES = [np.float16, BF16, np.float32, np.float64]
 
 def _calls(dtype, n):
     """(name, kernel, args, flags, index of the array written) of each team kernel on ``n``
-    elements (prelu: (4, 16, n/64), and channels last (1, n/16, 16))."""
+    elements (prelu: (4, 16, n/64), channels last (1, n/16, 16), one slope (1, 1, n))."""
     rng = np.random.default_rng(n)
     x = rng.standard_normal(n).astype(dtype)
     x[::7] = 0.0
@@ -51,6 +51,9 @@ def _calls(dtype, n):
         ("prelu_backward", _kernels.prelu_bwd_c_run,
          (g[: x3.size].reshape(x3.shape), x3, np.empty_like(x3), w, np.empty_like(w), False,
           False), (False, False), 2),
+        ("prelu_backward one slope", _kernels.prelu_bwd_c_run,  # (units of 4,096 elements)
+         (g.reshape(1, 1, n), x.reshape(1, 1, n), np.empty((1, 1, n), dtype), w[:1],
+          np.empty(1, dtype), False, False), (False, False), 2),
         ("prelu_backward channels last", _kernels.prelu_bwd_c_run,
          (g[: xl.size].reshape(xl.shape), xl, np.empty_like(xl), w, np.empty_like(w), True,
           True), (True, True), 2),

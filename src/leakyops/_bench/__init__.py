@@ -30,9 +30,11 @@ __all__ = ["DEFAULT_SIZES", "DTYPES", "OPS", "QUICK_SIZES", "PEERS", "ROUNDS", "
            "PLOT_STYLE", "TIER_SETTINGS", "tier", "tier_text", "best_time", "run", "measured", "own_deaths", "format_table", "format_markdown",
            "to_json", "plot", "summary"]
 
-#: Extra rows compared with PyTorch only: calls that allocate their results.
+#: Extra rows compared with PyTorch only: calls that allocate their results, and
+#: ``prelu_backward`` with one weight for every channel (PyTorch's ``PReLU()``).
 EXTRA_OPS = {"leaky_relu:alloc": ("leakyops", "torch"),
-             "prelu_backward:fresh": ("leakyops", "torch")}
+             "prelu_backward:fresh": ("leakyops", "torch"),
+             "prelu_backward:one_slope": ("leakyops", "torch")}
 
 #: Rounds of turns and seconds of timing per case and round: (default, --quick).
 ROUNDS = (3, 2)
@@ -264,7 +266,7 @@ def format_table(records, tier: dict | None = None) -> str:
         return "no measurements"
     threads = records[0]["threads"]
     cols = ["leakyops", "torch", "onednn", "onnxruntime", "copy"]
-    head = (f"{'operator':<22} {'dtype':<9} {'elements':>11} "
+    head = (f"{'operator':<24} {'dtype':<9} {'elements':>11} "
             + " ".join(f"{c if c != 'onnxruntime' else 'onnxrt':>10}" for c in cols)
             + f" {'GB/s':>7} {'x fastest':>9} {'peer':>7} {'x copy':>6}")
     lines = [f"µs per call (best of all rounds), {threads} thread(s) per library, each library in "
@@ -281,7 +283,7 @@ def format_table(records, tier: dict | None = None) -> str:
         name, ratio, share = _ratios(peers)
         gbps = ours["gbps"] if ours and ours["gbps"] else None
         elements = next(iter(peers.values()))["elements"]
-        lines.append(f"{op:<22} {dname:<9} {elements:>11,} "
+        lines.append(f"{op:<24} {dname:<9} {elements:>11,} "
                      + " ".join(us(t) for t in times)
                      + (f" {gbps:>7.2f}" if gbps else f" {'-':>7}")
                      + (f" {ratio:>9.2f}" if ratio else f" {'-':>9}")

@@ -108,13 +108,14 @@ def torch_peer(op, dtype, shape):
     g = a.get("grad_output")
     if op == "leaky_relu_backward":
         return lambda: aten.leaky_relu_backward.grad_input(g, x, s, False, grad_input=out)
-    w = a["weight"].view(1, CHANNELS, 1)
+    w = a["weight"].view(1, -1, 1)  # (one slope: (1, 1, 1), broadcast as F.prelu does)
     if op == "prelu":  # no out= overload: what F.prelu runs
         return lambda: aten._prelu_kernel(x, w)
+    dims = (0, 2) if w.numel() > 1 else (0, 1, 2)
 
     def prelu_backward():  # what autograd runs for F.prelu: the kernel, then the channel sum
         gi, gw = aten._prelu_kernel_backward(g, x, w)
-        return gi, gw.sum(dim=(0, 2))
+        return gi, gw.sum(dim=dims)
 
     return prelu_backward
 

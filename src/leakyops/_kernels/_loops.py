@@ -876,6 +876,44 @@ def prelu_bwd_rows(g, x, gi, w, lanes, ge, lo, hi):
         lanes[j, 1, 0] = tcomp
 
 
+#: Elements of a unit of a one-slope backward (``prelu_bwd_units``): small enough that two
+#: threads get near-equal shares of 1e5 elements, large enough that a unit's start and total
+#: (about 50 vector instructions) cost nothing next to its loop.
+ONE_SLOPE_UNIT = 1 << 12
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def one_slope_units(x, w):
+    """The units of a one-slope backward: ``(1, 1, N)`` views with a one-element weight
+    (PyTorch's ``PReLU()``: the core views any shape so) are summed in units of
+    ``ONE_SLOPE_UNIT`` elements, each a channel of its own for ``prelu_bwd_units``, combined in
+    unit order; 0 for any other views (the channels are the parts)."""
+    if w.shape[0] != 1 or x.shape[0] != 1 or x.shape[1] != 1:
+        return 0
+    return max(1, (x.shape[2] + ONE_SLOPE_UNIT - 1) // ONE_SLOPE_UNIT)
+
+
+@_jit(_nrt=False)
+def prelu_bwd_units(g, x, gi, w, lanes, ge, lo, hi):
+    """Units lo:hi of a one-slope backward on ``(1, 1, N)`` views: ``gi`` written, and unit
+    u's sum as a compensated pair in ``lanes[u, :, 0]``, as ``prelu_bwd_rows`` leaves a
+    channel's (one unit: the same additions as that channel's). The bits depend on N only."""
+    n = x.shape[2]
+    s = _load(w[0], gi)
+    for u in range(lo, hi):
+        a = u * ONE_SLOPE_UNIT
+        b = min(a + ONE_SLOPE_UNIT, n)
+        shape = (1, 1, b - a)
+        gu = g.reshape(n)[a:b].reshape(shape)
+        xu = x.reshape(n)[a:b].reshape(shape)
+        giu = gi.reshape(n)[a:b].reshape(shape)
+        sums, comps = _rows_into_lanes(gu, xu, giu, 0, 1, 0, s, ge,
+                                       vload(lanes, (u, 0, 0), LANES), vload(lanes, (u, 1, 0), LANES))
+        total, tcomp = _channel_total(sums, comps)
+        lanes[u, 0, 0] = total
+        lanes[u, 1, 0] = tcomp
+
+
 @_jit(_nrt=False)
 def round_lanes(lanes, out):
     """``out[j]``: channel j's compensated pair left by ``prelu_bwd_rows`` rounded once to
@@ -933,7 +971,12 @@ def prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge):
     in Python), else True."""
     if not _disjoint_gi(g, x, gi, w, acc):
         return False
-    if not per_k:
+    units = one_slope_units(x, w)
+    if units:
+        lanes = start_lanes(units, ge)
+        prelu_bwd_units(g, x, gi, w, lanes, ge, 0, units)
+        combine_partials(lanes, acc, ge)
+    elif not per_k:
         lanes = start_lanes(w.shape[0], ge)
         prelu_bwd_rows(g, x, gi, w, lanes, ge, 0, w.shape[0])
         round_lanes(lanes, acc)

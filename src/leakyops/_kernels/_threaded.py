@@ -15,8 +15,8 @@ from .._config import NJIT_OPTIONS
 from ._jit import _jit
 from ._loops import (_disjoint_gi, _part, combine_partials, lrelu_bwd_nd, lrelu_bwd_row,
                      lrelu_fwd_nd, lrelu_fwd_nd_inplace, lrelu_fwd_row, lrelu_fwd_row_inplace,
-                     prelu_bwd_c, prelu_bwd_c_state, prelu_bwd_nd, prelu_bwd_rows, prelu_fwd_nd,
-                     round_lanes, start_lanes)
+                     one_slope_units, prelu_bwd_c, prelu_bwd_c_state, prelu_bwd_nd,
+                     prelu_bwd_rows, prelu_bwd_units, prelu_fwd_nd, round_lanes, start_lanes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,7 +146,15 @@ def prelu_bwd_c_run_par(g, x, gi, w, acc, per_k, ge, nthreads):
     False, nothing written, where ``gi`` shares memory with another array, as there."""
     if not _disjoint_gi(g, x, gi, w, acc):
         return False
-    if not per_k:
+    units = one_slope_units(x, w)
+    if units:
+        lanes = start_lanes(units, ge)  # (parts own disjoint units)
+        parts = max(1, min(nthreads, units))
+        for u in prange(parts):
+            lo, hi = _part(units, parts, u)
+            prelu_bwd_units(g, x, gi, w, lanes, ge, lo, hi)
+        combine_partials(lanes, acc, ge)  # (after every part has read its data)
+    elif not per_k:
         c = w.shape[0]
         lanes = start_lanes(c, ge)  # (parts own disjoint channels)
         parts = max(1, min(nthreads, c))
