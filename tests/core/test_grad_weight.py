@@ -407,3 +407,35 @@ def test_grad_weight_bits_do_not_depend_on_the_vector_width(dtype_ids):
                         f": native {[v.hex() for v in a.ravel().tolist()]}, "
                         f"SSE2 {theirs['sums as hex']}" if what == "sums" else ""))
     assert not differ, "native and SSE2 code differ in:\n" + "\n".join(differ)
+
+
+# ---- the half types' float32 blocks beyond float32's range ---------------------------------
+
+
+@pytest.mark.parametrize("channels", [3, 1], ids=["channels", "one_slope"])
+def test_grad_weight_float32_blocks_that_overflow_are_summed_again(channels):
+    """bfloat16 terms beyond float32's range (products of two bfloat16 values up to 2**256)
+    make a float32 block inf or NaN; the channel is then summed from float64 terms, so a
+    finite exact sum comes out correctly rounded, as from the float64 loops. Rows of 300
+    elements (blocks of 8 vectors and a tail); channel 0: +T, -T pairs (exact sum: the small
+    terms alone), channel 1: 3 of +T and 2 of -T (a block holds two +T: inf in float32; the
+    exact sum T is finite), channel 2: finite terms only (the float32 blocks as they are)."""
+    rng = np.random.default_rng(36)
+    n = 300
+    x = -rng.uniform(1, 2, (2, 3, n))
+    g = rng.uniform(0.5, 1, (2, 3, n))
+    big_x, big_g = -2.0 ** 100, 2.0 ** 27  # T = 2**127: two of them overflow float32
+    for c, signs in [(0, [1, -1, 1, -1]), (1, [1, 1, 1, -1, -1])]:
+        for k, sign in enumerate(signs):  # (in lanes 0..4 of the first rows' blocks)
+            x[0, c, 16 * k], g[0, c, 16 * k] = big_x, sign * big_g
+    x, g = _cast(x, BF16), _cast(g, BF16)
+    if channels == 1:
+        x, g = np.ascontiguousarray(x[:, 1:2]), np.ascontiguousarray(g[:, 1:2])
+    w = _cast(np.full(channels, 0.25), BF16)
+    terms = reference.grad_weight_terms(g, x)
+    _, gw = leakyops.prelu_backward(g, x, w)  # (the contiguous path: C-contiguous operands)
+    for c in range(channels):
+        exact = _fsum(np.ascontiguousarray(terms[:, c]).reshape(-1))
+        assert math.isfinite(exact)
+        assert bits(gw[c:c + 1]).tobytes() == bits(_cast([exact], BF16)).tobytes(), (
+            c, float(gw[c]), exact)

@@ -21,8 +21,9 @@ from ._jit import BF16_CVT as _BF16_CVT
 from ._jit import MASKED_VECTORS as _MASKED_VECTORS
 from ._jit import SOFT_HALF as _SOFT_HALF
 from ._jit import _jit
-from ._rules import (_kahan_add, _load, _load64, _lrelu, _lrelu_grad, _narrow, _prelu_term,
-                     _round_pair, _round_sum, _scalar, _start_partials, _sum_start, _term_of)
+from ._rules import (_kahan_add, _keep, _load, _load64, _lrelu, _lrelu_grad, _narrow,
+                     _prelu_term, _round_pair, _round_sum, _rule_of, _scalar, _select,
+                     _start_partials, _sum_start, _term_of, _to64)
 from ._vector import (LANES, vadd_lane, vhalf, viota, vlane, vload, vload_first, vselect, vset_lane,
                       vsplat, vstore, vstore_first)
 
@@ -718,18 +719,39 @@ def _rows_into_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps):
     """Write ``gi`` over rows i0:i1 of channel j of C-contiguous 3-D views, add their terms
     into channel j's compensated lanes (``sums``, ``comps``) and return them, element k of each
     row into lane k % LANES (a row's last elements fill a part of one vector; the other lanes
-    are left as they were). Exact terms (float32 and half data) add plainly into an
-    accumulator in registers, added compensated into the lanes at the end and every
-    ``_BLOCK`` elements of a long row; float64 data, whose terms are rounded, adds each vector
-    of terms compensated. The caller's blocks of rows keep a lane's plain sum to at most 256
-    terms (``_rows_per_block``)."""
+    are left as they were). float32 data's terms, exact in float64 (``_term_of``), add plainly
+    into an accumulator in registers, added compensated into the lanes at the end and every
+    ``_BLOCK`` elements of a long row; the half kinds' terms, exact in float32 (inside its
+    normal range), add plainly in float32 lanes for ``_F32_DEPTH`` vectors at a time, each
+    such block then added into that float64 accumulator (``_rows_blocks32``); float64 data,
+    whose terms are rounded, adds each vector of terms compensated. The caller's blocks of
+    rows keep a lane's plain float64 sum to at most 256 terms (``_rows_per_block``)."""
 
 
 @overload(_rows_into_lanes, inline="always", jit_options=NJIT_OPTIONS)
 def _ol_rows_into_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps):
     if x.dtype == types.float64:
         return _rows_into_lanes_compensated
-    return _rows_into_lanes_exact
+    if _half_kind_no_rule(x, ge):
+        return lambda g, x, gi, i0, i1, j, s, ge, sums, comps: _rows_blocks32(
+            g, x, gi, i0, i1, j, s, ge, sums, comps)
+    return lambda g, x, gi, i0, i1, j, s, ge, sums, comps: _rows_exact(
+        g, x, gi, i0, i1, j, s, ge, sums, comps)
+
+
+def _blocks32(x, ge):
+    """Whether ``_rows_into_lanes`` sums ``x``'s kind in float32 blocks: the half kinds
+    (float16, bfloat16; their int16/uint16 views) without a oneDNN rule. A literal bool."""
+
+
+def _half_kind_no_rule(x, ge) -> bool:
+    """``_blocks32`` on numba types (the overloads' test)."""
+    return x.dtype in (types.int16, types.uint16) and _rule_of(ge) is None
+
+
+@overload(_blocks32, inline="always", prefer_literal=True, jit_options=NJIT_OPTIONS)
+def _ol_blocks32(x, ge):
+    return (lambda x, ge: True) if _half_kind_no_rule(x, ge) else (lambda x, ge: False)
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -743,25 +765,38 @@ def _rows_per_block(n2):
 #: Rows of at most this many elements add into the first lanes only, in vectors this wide.
 _SHORT_LANES = 8
 
+#: Vectors of float32 terms a float32 lane sums (``_rows_blocks32``) before the block joins
+#: the float64 accumulator: at most 7 roundings of float32 per lane and block, an error below
+#: 2**-21 of the block's absolute sum.
+_F32_DEPTH = 8
 
-def _rows_into_lanes_exact(g, x, gi, i0, i1, j, s, ge, sums, comps):
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _rows_short(g, x, gi, i0, i1, j, s, ge, sums, comps):
+    """``_rows_into_lanes`` of rows of at most ``_SHORT_LANES`` elements: the exact float64
+    terms in vectors of ``_SHORT_LANES`` (the other lanes stay -0), set into the first lanes
+    of an accumulator added compensated into the lanes."""
     n2 = x.shape[2]
-    acc = vsplat(-0.0, LANES)  # (the identity: a sum of -0 terms stays -0)
+    short = vsplat(-0.0, _SHORT_LANES)  # (the identity: a sum of -0 terms stays -0)
+    for i in range(i0, i1):
+        xt = vload_first(x, (i, j, 0), _SHORT_LANES, n2)
+        gt = vload_first(g, (i, j, 0), _SHORT_LANES, n2)
+        xtv = _load(xt, gi)
+        gtv = _load(gt, gi)
+        vstore_first(gi, (i, j, 0), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), n2)
+        short = vselect(viota(_SHORT_LANES) < n2, short + _term_of(xt, gt, xtv, gtv, ge), short)
+    acc = vsplat(-0.0, LANES)
+    for m in range(_SHORT_LANES):
+        acc = vset_lane(acc, m, vlane(short, m))
+    return _kahan_add(sums, comps, acc)
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _rows_exact(g, x, gi, i0, i1, j, s, ge, sums, comps):
+    n2 = x.shape[2]
     if n2 <= _SHORT_LANES:
-        # rows that fill only the first lanes: the same additions in vectors of _SHORT_LANES
-        # (the other lanes stay -0, as below), then set into the first lanes of ``acc``
-        short = vsplat(-0.0, _SHORT_LANES)
-        for i in range(i0, i1):
-            xt = vload_first(x, (i, j, 0), _SHORT_LANES, n2)
-            gt = vload_first(g, (i, j, 0), _SHORT_LANES, n2)
-            xtv = _load(xt, gi)
-            gtv = _load(gt, gi)
-            vstore_first(gi, (i, j, 0), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), n2)
-            short = vselect(viota(_SHORT_LANES) < n2, short + _term_of(xt, gt, xtv, gtv, ge),
-                            short)
-        for m in range(_SHORT_LANES):
-            acc = vset_lane(acc, m, vlane(short, m))
-        return _kahan_add(sums, comps, acc)
+        return _rows_short(g, x, gi, i0, i1, j, s, ge, sums, comps)
+    acc = vsplat(-0.0, LANES)
     for i in range(i0, i1):
         k = 0
         while k + LANES <= n2:
@@ -784,6 +819,66 @@ def _rows_into_lanes_exact(g, x, gi, i0, i1, j, s, ge, sums, comps):
             vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), r)
             acc = vselect(viota(LANES) < r, acc + _term_of(xt, gt, xtv, gtv, ge), acc)
     return _kahan_add(sums, comps, acc)
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _rows_blocks32(g, x, gi, i0, i1, j, s, ge, sums, comps):
+    """``_rows_exact`` with the half kinds' terms formed in float32 (``x * g``: exact inside
+    float32's normal range; below it rounded to float32's subnormals, an error under 2**-150)
+    and summed in float32 lanes, ``_F32_DEPTH`` vectors and a row's end at most, each block
+    then widened into the float64 accumulator (4 conversions per 128 elements instead of 4
+    per 16). A product or block sum beyond float32's range leaves its channel non-finite;
+    ``_exact_if_not_finite`` then sums that channel again from float64 terms."""
+    n2 = x.shape[2]
+    if n2 <= _SHORT_LANES:
+        return _rows_short(g, x, gi, i0, i1, j, s, ge, sums, comps)
+    acc = vsplat(-0.0, LANES)
+    zero = vsplat(np.float32(-0.0), LANES)
+    for i in range(i0, i1):
+        k = 0
+        s32 = zero
+        while k + LANES <= n2:
+            xs = vload(x, (i, j, k), LANES)
+            gs = vload(g, (i, j, k), LANES)
+            xv = _load(xs, gi)
+            gv = _load(gs, gi)
+            vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
+            s32 = s32 + _select(_keep(xv, ge), np.float32(0.0), xv * gv)
+            k += LANES
+            if k % (_F32_DEPTH * LANES) == 0:
+                acc = acc + _to64(s32)
+                s32 = zero
+                if k % _BLOCK == 0:
+                    sums, comps = _kahan_add(sums, comps, acc)
+                    acc = vsplat(-0.0, LANES)
+        r = n2 - k
+        if r > 0:
+            xt = vload_first(x, (i, j, k), LANES, r)
+            gt = vload_first(g, (i, j, k), LANES, r)
+            xtv = _load(xt, gi)
+            gtv = _load(gt, gi)
+            vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), r)
+            t = _select(_keep(xtv, ge), np.float32(0.0), xtv * gtv)
+            s32 = s32 + vselect(viota(LANES) < r, t, zero)
+        acc = acc + _to64(s32)
+    return _kahan_add(sums, comps, acc)
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _exact_if_not_finite(g, x, gi, j, s, ge, total, tcomp):
+    """A channel's (total, comp) from ``_rows_blocks32``, or, where the total is not finite
+    (a float32 term or block sum overflowed, or the data hold inf or NaN), the channel summed
+    again over all its rows from float64 terms (``_rows_exact``; ``gi`` written again with
+    the same values): the result ``_rows_exact`` gives, finite wherever the float64 sum is.
+    Other kinds: (total, tcomp) as they are."""
+    if not _blocks32(x, ge) or abs(total) < np.inf:
+        return total, tcomp
+    n0 = x.shape[0]
+    rows = _rows_per_block(x.shape[2])
+    sums, comps = vsplat(_sum_start(ge), LANES), vsplat(0.0, LANES)
+    for b0 in range(0, n0, rows):
+        sums, comps = _rows_exact(g, x, gi, b0, min(b0 + rows, n0), j, s, ge, sums, comps)
+    return _channel_total(sums, comps)
 
 
 def _rows_into_lanes_compensated(g, x, gi, i0, i1, j, s, ge, sums, comps):
@@ -872,6 +967,7 @@ def prelu_bwd_rows(g, x, gi, w, lanes, ge, lo, hi):
     for j in range(lo, hi):
         total, tcomp = _channel_total(vload(lanes, (j, 0, 0), LANES),
                                       vload(lanes, (j, 1, 0), LANES))
+        total, tcomp = _exact_if_not_finite(g, x, gi, j, _load(w[j], gi), ge, total, tcomp)
         lanes[j, 0, 0] = total
         lanes[j, 1, 0] = tcomp
 
@@ -910,6 +1006,7 @@ def prelu_bwd_units(g, x, gi, w, lanes, ge, lo, hi):
         sums, comps = _rows_into_lanes(gu, xu, giu, 0, 1, 0, s, ge,
                                        vload(lanes, (u, 0, 0), LANES), vload(lanes, (u, 1, 0), LANES))
         total, tcomp = _channel_total(sums, comps)
+        total, tcomp = _exact_if_not_finite(gu, xu, giu, 0, s, ge, total, tcomp)
         lanes[u, 0, 0] = total
         lanes[u, 1, 0] = tcomp
 
