@@ -732,7 +732,7 @@ def _rows_into_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps):
 def _ol_rows_into_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps):
     if x.dtype == types.float64:
         return _rows_into_lanes_compensated
-    if _half_kind_no_rule(x, ge):
+    if _blocks32_kind(x, ge):
         return lambda g, x, gi, i0, i1, j, s, ge, sums, comps: _rows_blocks32(
             g, x, gi, i0, i1, j, s, ge, sums, comps)
     return lambda g, x, gi, i0, i1, j, s, ge, sums, comps: _rows_exact(
@@ -744,14 +744,14 @@ def _blocks32(x, ge):
     (float16, bfloat16; their int16/uint16 views) without a oneDNN rule. A literal bool."""
 
 
-def _half_kind_no_rule(x, ge) -> bool:
+def _blocks32_kind(x, ge) -> bool:
     """``_blocks32`` on numba types (the overloads' test)."""
     return x.dtype in (types.int16, types.uint16) and _rule_of(ge) is None
 
 
 @overload(_blocks32, inline="always", prefer_literal=True, jit_options=NJIT_OPTIONS)
 def _ol_blocks32(x, ge):
-    return (lambda x, ge: True) if _half_kind_no_rule(x, ge) else (lambda x, ge: False)
+    return (lambda x, ge: True) if _blocks32_kind(x, ge) else (lambda x, ge: False)
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -864,15 +864,31 @@ def _rows_blocks32(g, x, gi, i0, i1, j, s, ge, sums, comps):
     return _kahan_add(sums, comps, acc)
 
 
-@njit(inline="always", **NJIT_OPTIONS)
 def _exact_if_not_finite(g, x, gi, j, s, ge, total, tcomp):
     """A channel's (total, comp) from ``_rows_blocks32``, or, where the total is not finite
     (a float32 term or block sum overflowed, or the data hold inf or NaN), the channel summed
-    again over all its rows from float64 terms (``_rows_exact``; ``gi`` written again with
+    again over all its rows from float64 terms (``resum_exact``; ``gi`` written again with
     the same values): the result ``_rows_exact`` gives, finite wherever the float64 sum is.
-    Other kinds: (total, tcomp) as they are."""
-    if not _blocks32(x, ge) or abs(total) < np.inf:
-        return total, tcomp
+    Other kinds: (total, tcomp) as they are (and ``resum_exact`` is not compiled for them)."""
+
+
+@overload(_exact_if_not_finite, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_exact_if_not_finite(g, x, gi, j, s, ge, total, tcomp):
+    if not _blocks32_kind(x, ge):
+        return lambda g, x, gi, j, s, ge, total, tcomp: (total, tcomp)
+
+    def impl(g, x, gi, j, s, ge, total, tcomp):
+        if abs(total) < np.inf:
+            return total, tcomp
+        return resum_exact(g, x, gi, j, s, ge)
+    return impl
+
+
+@_jit(_nrt=False)
+def resum_exact(g, x, gi, j, s, ge):
+    """Channel j of ``prelu_bwd_rows``' views summed from float64 terms, as a (total, comp)
+    pair (a function of its own, not inlined: it runs only where a float32 block overflowed,
+    and one compiled copy serves every caller)."""
     n0 = x.shape[0]
     rows = _rows_per_block(x.shape[2])
     sums, comps = vsplat(_sum_start(ge), LANES), vsplat(0.0, LANES)
@@ -995,20 +1011,15 @@ def prelu_bwd_units(g, x, gi, w, lanes, ge, lo, hi):
     u's sum as a compensated pair in ``lanes[u, :, 0]``, as ``prelu_bwd_rows`` leaves a
     channel's (one unit: the same additions as that channel's). The bits depend on N only."""
     n = x.shape[2]
-    s = _load(w[0], gi)
     for u in range(lo, hi):
         a = u * ONE_SLOPE_UNIT
         b = min(a + ONE_SLOPE_UNIT, n)
         shape = (1, 1, b - a)
-        gu = g.reshape(n)[a:b].reshape(shape)
-        xu = x.reshape(n)[a:b].reshape(shape)
-        giu = gi.reshape(n)[a:b].reshape(shape)
-        sums, comps = _rows_into_lanes(gu, xu, giu, 0, 1, 0, s, ge,
-                                       vload(lanes, (u, 0, 0), LANES), vload(lanes, (u, 1, 0), LANES))
-        total, tcomp = _channel_total(sums, comps)
-        total, tcomp = _exact_if_not_finite(gu, xu, giu, 0, s, ge, total, tcomp)
-        lanes[u, 0, 0] = total
-        lanes[u, 1, 0] = tcomp
+        # (prelu_bwd_rows on the unit's views: one compiled loop for both; its one channel's
+        # lanes are lanes[u])
+        first = lo - lo  # (an int64, not a literal 0: the signature prelu_bwd_rows has already)
+        prelu_bwd_rows(g.reshape(n)[a:b].reshape(shape), x.reshape(n)[a:b].reshape(shape),
+                       gi.reshape(n)[a:b].reshape(shape), w, lanes[u:u + 1], ge, first, first + 1)
 
 
 @_jit(_nrt=False)
