@@ -723,7 +723,8 @@ def _rows_into_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps):
     into an accumulator in registers, added compensated into the lanes at the end and every
     ``_BLOCK`` elements of a long row; the half kinds' terms, exact in float32 (inside its
     normal range), add plainly in float32 lanes for ``_F32_DEPTH`` vectors at a time, each
-    such block then added into that float64 accumulator (``_rows_blocks32``); float64 data,
+    such block then added into that float64 accumulator (``_rows_lanes`` with ``blocks32``);
+    float64 data,
     whose terms are rounded, adds each vector of terms compensated. The caller's blocks of
     rows keep a lane's plain float64 sum to at most 256 terms (``_rows_per_block``)."""
 
@@ -733,25 +734,16 @@ def _ol_rows_into_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps):
     if x.dtype == types.float64:
         return _rows_into_lanes_compensated
     if _blocks32_kind(x, ge):
-        return lambda g, x, gi, i0, i1, j, s, ge, sums, comps: _rows_blocks32(
-            g, x, gi, i0, i1, j, s, ge, sums, comps)
-    return lambda g, x, gi, i0, i1, j, s, ge, sums, comps: _rows_exact(
-        g, x, gi, i0, i1, j, s, ge, sums, comps)
-
-
-def _blocks32(x, ge):
-    """Whether ``_rows_into_lanes`` sums ``x``'s kind in float32 blocks: the half kinds
-    (float16, bfloat16; their int16/uint16 views) without a oneDNN rule. A literal bool."""
+        return lambda g, x, gi, i0, i1, j, s, ge, sums, comps: _rows_lanes(
+            g, x, gi, i0, i1, j, s, ge, sums, comps, True)
+    return lambda g, x, gi, i0, i1, j, s, ge, sums, comps: _rows_lanes(
+        g, x, gi, i0, i1, j, s, ge, sums, comps, False)
 
 
 def _blocks32_kind(x, ge) -> bool:
-    """``_blocks32`` on numba types (the overloads' test)."""
+    """Whether ``_rows_into_lanes`` sums ``x``'s kind (numba types) in float32 blocks: the
+    half kinds (float16, bfloat16; their int16/uint16 views) without a oneDNN rule."""
     return x.dtype in (types.int16, types.uint16) and _rule_of(ge) is None
-
-
-@overload(_blocks32, inline="always", prefer_literal=True, jit_options=NJIT_OPTIONS)
-def _ol_blocks32(x, ge):
-    return (lambda x, ge: True) if _blocks32_kind(x, ge) else (lambda x, ge: False)
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -765,7 +757,7 @@ def _rows_per_block(n2):
 #: Rows of at most this many elements add into the first lanes only, in vectors this wide.
 _SHORT_LANES = 8
 
-#: Vectors of float32 terms a float32 lane sums (``_rows_blocks32``) before the block joins
+#: Vectors of float32 terms a float32 lane sums (``_rows_lanes``) before the block joins
 #: the float64 accumulator: at most 7 roundings of float32 per lane and block, an error below
 #: 2**-21 of the block's absolute sum.
 _F32_DEPTH = 8
@@ -792,43 +784,17 @@ def _rows_short(g, x, gi, i0, i1, j, s, ge, sums, comps):
 
 
 @njit(inline="always", **NJIT_OPTIONS)
-def _rows_exact(g, x, gi, i0, i1, j, s, ge, sums, comps):
-    n2 = x.shape[2]
-    if n2 <= _SHORT_LANES:
-        return _rows_short(g, x, gi, i0, i1, j, s, ge, sums, comps)
-    acc = vsplat(-0.0, LANES)
-    for i in range(i0, i1):
-        k = 0
-        while k + LANES <= n2:
-            xs = vload(x, (i, j, k), LANES)
-            gs = vload(g, (i, j, k), LANES)
-            xv = _load(xs, gi)
-            gv = _load(gs, gi)
-            vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
-            acc = acc + _term_of(xs, gs, xv, gv, ge)
-            k += LANES
-            if k % _BLOCK == 0:
-                sums, comps = _kahan_add(sums, comps, acc)
-                acc = vsplat(-0.0, LANES)
-        r = n2 - k
-        if r > 0:
-            xt = vload_first(x, (i, j, k), LANES, r)
-            gt = vload_first(g, (i, j, k), LANES, r)
-            xtv = _load(xt, gi)
-            gtv = _load(gt, gi)
-            vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), r)
-            acc = vselect(viota(LANES) < r, acc + _term_of(xt, gt, xtv, gtv, ge), acc)
-    return _kahan_add(sums, comps, acc)
-
-
-@njit(inline="always", **NJIT_OPTIONS)
-def _rows_blocks32(g, x, gi, i0, i1, j, s, ge, sums, comps):
-    """``_rows_exact`` with the half kinds' terms formed in float32 (``x * g``: exact inside
-    float32's normal range; below it rounded to float32's subnormals, an error under 2**-150)
-    and summed in float32 lanes, ``_F32_DEPTH`` vectors and a row's end at most, each block
-    then widened into the float64 accumulator (4 conversions per 128 elements instead of 4
-    per 16). A product or block sum beyond float32's range leaves its channel non-finite;
-    ``_exact_if_not_finite`` then sums that channel again from float64 terms."""
+def _rows_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps, blocks32):
+    """The loop of ``_rows_into_lanes`` for exact terms. ``blocks32`` False: each vector's
+    float64 terms (``_term_of``) add into a float64 accumulator. True (a constant of the
+    caller's, so the other branch compiles away): the half kinds' terms formed in float32
+    (``x * g``: exact inside float32's normal range; below it rounded to float32's
+    subnormals, an error under 2**-150) and summed in float32 lanes, ``_F32_DEPTH`` vectors
+    and a row's end at most, each block then widened into the float64 accumulator (4
+    conversions per 128 elements instead of 4 per 16); a product or block sum beyond
+    float32's range leaves its channel non-finite, and ``_exact_if_not_finite`` then sums
+    that channel again with ``blocks32`` False. Either way the accumulator is added
+    compensated into the lanes every ``_BLOCK`` elements and at the end."""
     n2 = x.shape[2]
     if n2 <= _SHORT_LANES:
         return _rows_short(g, x, gi, i0, i1, j, s, ge, sums, comps)
@@ -843,14 +809,17 @@ def _rows_blocks32(g, x, gi, i0, i1, j, s, ge, sums, comps):
             xv = _load(xs, gi)
             gv = _load(gs, gi)
             vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
-            s32 = s32 + _select(_keep(xv, ge), np.float32(0.0), xv * gv)
+            if blocks32:
+                s32 = s32 + _select(_keep(xv, ge), np.float32(0.0), xv * gv)
+            else:
+                acc = acc + _term_of(xs, gs, xv, gv, ge)
             k += LANES
-            if k % (_F32_DEPTH * LANES) == 0:
+            if blocks32 and k % (_F32_DEPTH * LANES) == 0:  # (_BLOCK is a multiple)
                 acc = acc + _to64(s32)
                 s32 = zero
-                if k % _BLOCK == 0:
-                    sums, comps = _kahan_add(sums, comps, acc)
-                    acc = vsplat(-0.0, LANES)
+            if k % _BLOCK == 0:
+                sums, comps = _kahan_add(sums, comps, acc)
+                acc = vsplat(-0.0, LANES)
         r = n2 - k
         if r > 0:
             xt = vload_first(x, (i, j, k), LANES, r)
@@ -858,18 +827,22 @@ def _rows_blocks32(g, x, gi, i0, i1, j, s, ge, sums, comps):
             xtv = _load(xt, gi)
             gtv = _load(gt, gi)
             vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), r)
-            t = _select(_keep(xtv, ge), np.float32(0.0), xtv * gtv)
-            s32 = s32 + vselect(viota(LANES) < r, t, zero)
-        acc = acc + _to64(s32)
+            if blocks32:
+                t = _select(_keep(xtv, ge), np.float32(0.0), xtv * gtv)
+                s32 = s32 + vselect(viota(LANES) < r, t, zero)
+            else:
+                acc = vselect(viota(LANES) < r, acc + _term_of(xt, gt, xtv, gtv, ge), acc)
+        if blocks32:
+            acc = acc + _to64(s32)
     return _kahan_add(sums, comps, acc)
 
 
 def _exact_if_not_finite(g, x, gi, j, s, ge, total, tcomp):
-    """A channel's (total, comp) from ``_rows_blocks32``, or, where the total is not finite
-    (a float32 term or block sum overflowed, or the data hold inf or NaN), the channel summed
-    again over all its rows from float64 terms (``resum_exact``; ``gi`` written again with
-    the same values): the result ``_rows_exact`` gives, finite wherever the float64 sum is.
-    Other kinds: (total, tcomp) as they are (and ``resum_exact`` is not compiled for them)."""
+    """A channel's (total, comp) from float32 blocks (``_rows_lanes``), or, where the total is
+    not finite (a float32 term or block sum overflowed, or the data hold inf or NaN), the
+    channel summed again over all its rows from float64 terms (``resum_exact``; ``gi`` written
+    again with the same values), finite wherever their sum is. Other kinds: (total, tcomp) as
+    they are (and ``resum_exact`` is not compiled for them)."""
 
 
 @overload(_exact_if_not_finite, inline="always", jit_options=NJIT_OPTIONS)
@@ -893,7 +866,8 @@ def resum_exact(g, x, gi, j, s, ge):
     rows = _rows_per_block(x.shape[2])
     sums, comps = vsplat(_sum_start(ge), LANES), vsplat(0.0, LANES)
     for b0 in range(0, n0, rows):
-        sums, comps = _rows_exact(g, x, gi, b0, min(b0 + rows, n0), j, s, ge, sums, comps)
+        sums, comps = _rows_lanes(g, x, gi, b0, min(b0 + rows, n0), j, s, ge, sums, comps,
+                                  False)
     return _channel_total(sums, comps)
 
 
@@ -1022,6 +996,35 @@ def prelu_bwd_units(g, x, gi, w, lanes, ge, lo, hi):
                        gi.reshape(n)[a:b].reshape(shape), w, lanes[u:u + 1], ge, first, first + 1)
 
 
+@njit(inline="always", **NJIT_OPTIONS)
+def lane_count(x, w):
+    """The rows of a slope-per-row backward's lanes (``start_lanes``): its channels, or a
+    one-slope backward's units; the parts of a threaded call split them."""
+    units = one_slope_units(x, w)
+    return units if units else w.shape[0]
+
+
+@_jit(_nrt=False)
+def prelu_bwd_lanes(g, x, gi, w, lanes, ge, lo, hi):
+    """Lanes lo:hi of a slope-per-row backward: channels (``prelu_bwd_rows``) or a one-slope
+    backward's units (``prelu_bwd_units``)."""
+    if one_slope_units(x, w):
+        prelu_bwd_units(g, x, gi, w, lanes, ge, lo, hi)
+    else:
+        prelu_bwd_rows(g, x, gi, w, lanes, ge, lo, hi)
+
+
+@_jit(_nrt=False)
+def finish_lanes(lanes, acc, x, w, ge):
+    """``acc``: the channels' pairs rounded once each (``round_lanes``), or a one-slope
+    backward's units combined in order and rounded once (``combine_partials``); after every
+    part has read its data."""
+    if one_slope_units(x, w):
+        combine_partials(lanes, acc, ge)
+    else:
+        round_lanes(lanes, acc)
+
+
 @_jit(_nrt=False)
 def round_lanes(lanes, out):
     """``out[j]``: channel j's compensated pair left by ``prelu_bwd_rows`` rounded once to
@@ -1079,15 +1082,11 @@ def prelu_bwd_c_run(g, x, gi, w, acc, per_k, ge):
     in Python), else True."""
     if not _disjoint_gi(g, x, gi, w, acc):
         return False
-    units = one_slope_units(x, w)
-    if units:
-        lanes = start_lanes(units, ge)
-        prelu_bwd_units(g, x, gi, w, lanes, ge, 0, units)
-        combine_partials(lanes, acc, ge)
-    elif not per_k:
-        lanes = start_lanes(w.shape[0], ge)
-        prelu_bwd_rows(g, x, gi, w, lanes, ge, 0, w.shape[0])
-        round_lanes(lanes, acc)
+    if not per_k:
+        c = lane_count(x, w)
+        lanes = start_lanes(c, ge)
+        prelu_bwd_lanes(g, x, gi, w, lanes, ge, 0, c)
+        finish_lanes(lanes, acc, x, w, ge)
     else:
         parts, partials = prelu_bwd_c_state(x.shape, w.shape[0], ge)
         for u in range(parts):

@@ -43,10 +43,10 @@ from numba.extending import intrinsic
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
 from ._loops import (_disjoint_gi, _disjoint_out, _part, combine_partials, copy_row, lrelu_bwd_row,
-                     lrelu_fwd_row, lrelu_fwd_row_inplace, one_slope_units, prelu_bwd_c,
-                     prelu_bwd_c_run, prelu_bwd_c_state, prelu_bwd_rows, prelu_bwd_units,
-                     prelu_fwd_c, prelu_fwd_c_run, prelu_fwd_short_run, round_lanes,
-                     slope_pattern, start_lanes)
+                     finish_lanes, lane_count, lrelu_fwd_row, lrelu_fwd_row_inplace,
+                     prelu_bwd_c, prelu_bwd_c_run, prelu_bwd_c_state, prelu_bwd_lanes,
+                     prelu_fwd_c, prelu_fwd_c_run, prelu_fwd_short_run, slope_pattern,
+                     start_lanes)
 from ._threaded import _chunk
 from ._vector import LANES
 
@@ -359,10 +359,7 @@ def _prelu_bwd_part(dtype, per_k, ge):
         if not per_k:  # (b[0]: the channels, or a one-slope backward's units)
             lanes = carray(address(b[10]), (b[0], 2, LANES), np.float64)
             lo, hi = _part(b[0], b[1], p)
-            if one_slope_units(x, w):
-                prelu_bwd_units(g, x, gi, w, lanes, ge, lo, hi)
-            else:
-                prelu_bwd_rows(g, x, gi, w, lanes, ge, lo, hi)
+            prelu_bwd_lanes(g, x, gi, w, lanes, ge, lo, hi)
         else:
             partials = carray(address(b[10]), (b[11], 2, b[9]), np.float64)
             ulo, uhi = _part(b[11], b[1], p)
@@ -476,16 +473,12 @@ def prelu_bwd_c_run_team(g, x, gi, w, acc, per_k, ge, team, fn, wait, nthreads):
     b[2], b[3], b[4], b[8], b[9] = g.ctypes.data, x.ctypes.data, gi.ctypes.data, w.ctypes.data, w.shape[0]
     b[5], b[6], b[7] = x.shape[0], x.shape[1], x.shape[2]
     if not per_k:
-        units = one_slope_units(x, w)
-        c = units if units else w.shape[0]
+        c = lane_count(x, w)
         lanes = start_lanes(c, ge)
         parts = max(1, min(nthreads, c))
         b[0], b[1], b[10] = c, parts, lanes.ctypes.data
         run_parts(team, fn, b.ctypes.data, parts, wait)
-        if units:
-            combine_partials(lanes, acc, ge)
-        else:
-            round_lanes(lanes, acc)
+        finish_lanes(lanes, acc, x, w, ge)
     else:
         units, partials = prelu_bwd_c_state(x.shape, w.shape[0], ge)
         parts = max(1, min(nthreads, units))

@@ -15,8 +15,8 @@ from .._config import NJIT_OPTIONS
 from ._jit import _jit
 from ._loops import (_disjoint_gi, _part, combine_partials, lrelu_bwd_nd, lrelu_bwd_row,
                      lrelu_fwd_nd, lrelu_fwd_nd_inplace, lrelu_fwd_row, lrelu_fwd_row_inplace,
-                     one_slope_units, prelu_bwd_c, prelu_bwd_c_state, prelu_bwd_nd,
-                     prelu_bwd_rows, prelu_bwd_units, prelu_fwd_nd, round_lanes, start_lanes)
+                     finish_lanes, lane_count, prelu_bwd_c, prelu_bwd_c_state, prelu_bwd_lanes,
+                     prelu_bwd_nd, prelu_fwd_nd, start_lanes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,22 +146,14 @@ def prelu_bwd_c_run_par(g, x, gi, w, acc, per_k, ge, nthreads):
     False, nothing written, where ``gi`` shares memory with another array, as there."""
     if not _disjoint_gi(g, x, gi, w, acc):
         return False
-    units = one_slope_units(x, w)
-    if units:
-        lanes = start_lanes(units, ge)  # (parts own disjoint units)
-        parts = max(1, min(nthreads, units))
-        for u in prange(parts):
-            lo, hi = _part(units, parts, u)
-            prelu_bwd_units(g, x, gi, w, lanes, ge, lo, hi)
-        combine_partials(lanes, acc, ge)  # (after every part has read its data)
-    elif not per_k:
-        c = w.shape[0]
-        lanes = start_lanes(c, ge)  # (parts own disjoint channels)
+    if not per_k:
+        c = lane_count(x, w)
+        lanes = start_lanes(c, ge)  # (parts own disjoint channels or units)
         parts = max(1, min(nthreads, c))
         for u in prange(parts):
             lo, hi = _part(c, parts, u)
-            prelu_bwd_rows(g, x, gi, w, lanes, ge, lo, hi)
-        round_lanes(lanes, acc)  # (after every part has read its data)
+            prelu_bwd_lanes(g, x, gi, w, lanes, ge, lo, hi)
+        finish_lanes(lanes, acc, x, w, ge)  # (after every part has read its data)
     else:
         parts, partials = prelu_bwd_c_state(x.shape, w.shape[0], ge)
         for u in prange(parts):
