@@ -255,3 +255,50 @@ def test_threads_making_their_first_calls_at_once_make_one_team():
     done = subprocess.run([sys.executable, "-c", _RACE], capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
+
+
+def _reuse_detecting_part(detect: np.ndarray, words: int):
+    """A part function that allocates what a driver's block takes (``words`` int64 words, filled
+    with the address of ``detect``), then writes the block's word 0 into the array at the
+    address in word 3 (an operand of every driver). Where the block was freed before the
+    parts ran, the allocation gets its memory back (the same size, the same thread) and the
+    write lands in ``detect``."""
+    from numba import carray, cfunc, types
+
+    marker = detect.ctypes.data
+
+    @cfunc(types.void(types.int64, types.int64))
+    def part(blk, p):
+        junk = np.full(words, marker, np.int64)
+        b = carray(_team.address(blk), 8, np.int64)
+        carray(_team.address(b[3]), 1, np.int64)[0] = b[0] + junk[0] - junk[-1]
+
+    return part
+
+
+@pytest.mark.parametrize("driver", ["rows", "prelu", "prelu_backward", "prelu_backward per_k"])
+def test_a_call_keeps_its_block_until_its_parts_have_run(driver):
+    """A team driver's argument block lives until every part has read it (numba frees an array
+    after its last use; a block passed on as its address alone was freed before the parts ran,
+    and a part's own allocation, or any other, could reuse its memory)."""
+    detect = np.zeros(1, np.int64)
+    part = _reuse_detecting_part(detect, {"rows": 8, "prelu": 10}.get(driver, 12))
+    team = _fake_team(0).ctypes.data  # (no worker: the caller runs the part)
+    x = np.zeros((4, 16, 8), np.float32)
+    w = np.zeros(16, np.float32)
+    out = np.zeros_like(x)
+    if driver == "rows":  # (block: elements, parts, x, out, ...)
+        _team.lrelu_fwd_row_team(x.reshape(-1), out.reshape(-1), 0.5, False, team,
+                                 part.address, 0, 1)
+        expected = x.size
+    elif driver == "prelu":  # (elements of the axis split: the outer one, 4)
+        _team.prelu_fwd_c_run_team(x, out, w, False, False, 1, team, part.address, 0, 1)
+        expected = 4
+    else:  # (block: channels or units, parts, g, x, ...: x written)
+        per_k = driver.endswith("per_k")
+        _team.prelu_bwd_c_run_team(np.zeros_like(x), out, np.zeros_like(x), w,
+                                   np.zeros(16, np.float32), per_k, False, team, part.address,
+                                   0, 1)
+        expected = 1 if per_k else 16
+    assert detect[0] == 0, "the block's memory was reused while its part ran"
+    assert out.reshape(-1)[:2].view(np.int64)[0] == expected

@@ -137,6 +137,17 @@ def call_part(typingctx, fn, block, part):
 
 
 @intrinsic
+def keep_alive(typingctx, arr):
+    """Nothing at run time: a use of ``arr`` here, so that numba frees it only after this
+    point. (numba frees an array after its last use in the code; a block passed on as its
+    address alone was freed right after the address was taken, before any part had read it,
+    so that the next allocation of this thread could reuse its memory.)"""
+    def codegen(context, builder, sig, args):
+        return context.get_dummy_value()
+    return types.none(arr), codegen
+
+
+@intrinsic
 def address(typingctx, addr):
     """An integer address as a ``void*`` (for ``numba.carray``)."""
     def codegen(context, builder, sig, args):
@@ -404,7 +415,9 @@ def _rows_team(n, a0, a1, a2, s, team, fn, wait, nthreads):
     for an operand the loop has not), parts posted."""
     b = np.empty(8, np.int64)
     b[0], b[1], b[2], b[3], b[4], b[5] = n, nthreads, a0, a1, a2, float_bits(s)
-    return run_parts(team, fn, b.ctypes.data, nthreads, wait)
+    done = run_parts(team, fn, b.ctypes.data, nthreads, wait)
+    keep_alive(b)
+    return done
 
 
 @_jit
@@ -436,7 +449,9 @@ def _prelu_team(x, out, w, axis, team, fn, wait, nthreads):
     b = np.empty(10, np.int64)
     b[0], b[1], b[2], b[3], b[4] = n, parts, x.ctypes.data, out.ctypes.data, w.ctypes.data
     b[5], b[6], b[7], b[8], b[9] = x.shape[0], x.shape[1], x.shape[2], w.shape[0], axis
-    return run_parts(team, fn, b.ctypes.data, parts, wait)
+    done = run_parts(team, fn, b.ctypes.data, parts, wait)
+    keep_alive(b)
+    return done
 
 
 @_jit
@@ -478,12 +493,14 @@ def prelu_bwd_c_run_team(g, x, gi, w, acc, per_k, ge, team, fn, wait, nthreads):
         parts = max(1, min(nthreads, c))
         b[0], b[1], b[10] = c, parts, lanes.ctypes.data
         run_parts(team, fn, b.ctypes.data, parts, wait)
+        keep_alive(b)
         finish_lanes(lanes, acc, x, w, ge)
     else:
         units, partials = prelu_bwd_c_state(x.shape, w.shape[0], ge)
         parts = max(1, min(nthreads, units))
         b[0], b[1], b[10], b[11] = units, parts, partials.ctypes.data, units
         run_parts(team, fn, b.ctypes.data, parts, wait)
+        keep_alive(b)
         combine_partials(partials, acc, ge)
     return 1
 
