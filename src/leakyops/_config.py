@@ -11,6 +11,10 @@
     ``1`` forces the software float16 conversions (default: used only when the CPU numba
     targets has no F16C, because LLVM's ``half`` conversions then call compiler-runtime
     helpers that numba's JIT does not resolve).
+``LEAKYOPS_TORCH_THREADS``
+    Where ``leakyops.torch``'s threaded calls run: ``openmp`` (default), on PyTorch's own
+    OpenMP threads where PyTorch runs its operators on OpenMP (else as ``team``); ``team``, on
+    leakyops' own threads, as the NumPy API's calls do.
 
 A value that cannot be used (``LEAKYOPS_NUM_THREADS=abc``, ``0``) is not ignored silently: in
 the ``leakyops`` command it is one line on stderr, ``leakyops: warning: LEAKYOPS_NUM_THREADS='abc'
@@ -26,7 +30,7 @@ import sys
 import warnings
 
 __all__ = ["NJIT_OPTIONS", "REDUCE_FASTMATH", "PARALLEL_MIN_BYTES", "cache_enabled", "use_soft_half",
-           "warn_setting"]
+           "torch_threads", "warn_setting"]
 
 
 def _in_the_command() -> bool:
@@ -84,6 +88,16 @@ PARALLEL_MIN_BYTES = _env_int("LEAKYOPS_PARALLEL_MIN_BYTES", 1 << 17)
 
 #: Default thread count of the kernels.
 DEFAULT_THREADS = _env_int("LEAKYOPS_NUM_THREADS", os.cpu_count() or 1)
+
+
+def torch_threads() -> str:
+    """``LEAKYOPS_TORCH_THREADS``: ``"openmp"`` (the default) or ``"team"``; another value is
+    the default, with a warning naming it (:func:`warn_setting`)."""
+    raw = os.environ.get("LEAKYOPS_TORCH_THREADS", "").strip()
+    if raw.lower() in ("", "openmp", "team"):
+        return raw.lower() or "openmp"
+    warn_setting(f"LEAKYOPS_TORCH_THREADS={raw!r} is neither 'openmp' nor 'team'; using 'openmp'")
+    return "openmp"
 
 
 def cache_enabled() -> bool:

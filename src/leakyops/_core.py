@@ -774,7 +774,8 @@ def _run_team(fn, args, flags, nbytes, threads):
     with the team's address, the part function's address, whether the call is large enough
     to wait for a sleeping worker, and the thread count."""
     ent = _TEAM_ENTRY.get((fn, args[0].dtype, flags)) or _team_entry(fn, args, flags, threads)
-    return ent[0](*args, ent[2], ent[1], nbytes >= _threads.WAKE_WAIT_BYTES, threads)
+    return ent[0](*args, _threads.team_address(ent[2]), ent[1],
+                  nbytes >= _threads.WAKE_WAIT_BYTES, threads)
 
 
 def _team_entry(fn, args, flags, threads):

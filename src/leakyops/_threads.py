@@ -45,7 +45,8 @@ import numpy as np
 from ._config import DEFAULT_THREADS
 
 __all__ = ["get_num_threads", "set_num_threads", "thread_limit", "parallel_threads",
-           "enter_parallel", "exit_parallel", "layer_name", "team_threads", "Team"]
+           "enter_parallel", "exit_parallel", "layer_name", "team_threads", "Team",
+           "team_address", "OpenMPPool", "openmp_pool", "run_on", "restore_route"]
 
 class _PerThread(threading.local):
     """This thread's settings; the class attributes are the defaults (a missing attribute of a
@@ -54,6 +55,7 @@ class _PerThread(threading.local):
 
     num_threads: int | None = None  # set by set_num_threads(this_thread_only=True)
     team: int | None = None  # the size numba's team was last given on this thread
+    pool: int = 0  # the words of the OpenMP pool this thread's calls run on (0: the team's)
 
 
 _state = _PerThread()
@@ -292,7 +294,9 @@ def team() -> Team:
 def team_threads() -> int:
     """How many threads a large call made now from this thread runs on with the team
     (1: serially), its workers started where they are missing (the count
-    :func:`get_num_threads` tells, without starting numba's pool)."""
+    :func:`get_num_threads` tells, without starting numba's pool). On an OpenMP pool
+    (:func:`run_on`) no worker starts: the pool's runtime gives the threads, at most
+    ``omp_get_max_threads()`` of them."""
     n = _state.num_threads or _num_threads
     if n == 1 or _forked_after_threads:
         return 1
@@ -301,9 +305,79 @@ def team_threads() -> int:
         return 1
     if n > t.cap:
         n = t.cap
-    if n - 1 > t.workers:
+    if n - 1 > t.workers and not _state.pool:
         t.start(n - 1)
     return n
+
+
+def team_address(own: int) -> int:
+    """The words a threaded call from this thread posts its parts to: the OpenMP pool it was
+    routed to (:func:`run_on`), else ``own``, the team's (compiled entry points keep it)."""
+    return _state.pool or own
+
+
+class OpenMPPool:
+    """An OpenMP runtime's threads as the team of the calls routed to it (:func:`run_on`): each
+    threaded call runs its parts in one parallel region of that runtime (``GOMP_parallel``),
+    on the same threads as the program's other OpenMP work. In a torch program these are
+    PyTorch's own intra-op threads, which spin for a while after each of PyTorch's operators:
+    leakyops' workers would contend with them for the CPUs (``leakyops.torch`` routes its
+    calls here). ``regions`` counts the parallel regions started, ``threads_seen`` the threads
+    the last one had. A forked child runs every part on its caller (an OpenMP runtime's
+    threads stay in the parent: a region in the child would wait for them forever)."""
+
+    def __init__(self, gomp_parallel: int, thread_num: int, num_threads: int,
+                 max_threads: int) -> None:
+        from . import _kernels as k
+
+        self._k = k
+        words = np.zeros(2 * k.ROW, np.int64)
+        skip = (-words.ctypes.data % 64) // 8
+        self.words = words[skip:skip + k.ROW]
+        self.addr = self.words.ctypes.data
+        self.words[k.GOMP_PARALLEL], self.words[k.OMP_THREAD_NUM] = gomp_parallel, thread_num
+        self.words[k.OMP_NUM_THREADS], self.words[k.OMP_MAX_THREADS] = num_threads, max_threads
+        self.words[k.OMP_RUNNER] = k.runner_address()
+        self.words[k.WORKERS] = k.OPENMP
+
+    @property
+    def regions(self) -> int:
+        return int(self.words[self._k.OMP_REGIONS])
+
+    @property
+    def threads_seen(self) -> int:
+        return int(self.words[self._k.OMP_THREADS_SEEN])
+
+    def reset_in_child(self) -> None:
+        """In a forked child: no worker, every part on the caller."""
+        self.words[self._k.WORKERS] = 0
+
+
+_pools: dict[tuple, OpenMPPool] = {}
+
+
+def openmp_pool(gomp_parallel: int, thread_num: int, num_threads: int,
+                max_threads: int) -> OpenMPPool:
+    """The pool of the OpenMP runtime with these entry points (one per runtime and process)."""
+    key = (gomp_parallel, thread_num, num_threads, max_threads)
+    with _team_lock:
+        pool = _pools.get(key)
+        if pool is None:
+            pool = _pools[key] = OpenMPPool(*key)
+    return pool
+
+
+def run_on(pool: OpenMPPool | None) -> int:
+    """Route this thread's threaded calls to ``pool`` (None: to leakyops' team) until the next
+    call of this function; returns the previous route, for the caller to restore."""
+    prev = _state.pool
+    _state.pool = pool.addr if pool is not None else 0
+    return prev
+
+
+def restore_route(prev: int) -> None:
+    """Restore a route :func:`run_on` returned."""
+    _state.pool = prev
 
 
 def _after_fork_in_child() -> None:
@@ -311,6 +385,8 @@ def _after_fork_in_child() -> None:
     _gate = threading.Lock()
     if _team is not None:  # (the parent's workers do not exist here)
         _team.reset_in_child()
+    for pool in _pools.values():  # (nor the OpenMP runtime's threads)
+        pool.reset_in_child()
     parallel = sys.modules.get("numba.np.ufunc.parallel")
     if parallel is None or not parallel._is_initialized:
         return  # numba's pool never started (here or in the user's own code): threads are fine

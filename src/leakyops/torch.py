@@ -42,6 +42,9 @@ above is a ``TypeError`` naming it. See ``docs/torch.md``.
 # import and resolves to PyTorch itself, never to this module.
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
 from typing import TYPE_CHECKING
 
 import ml_dtypes
@@ -49,7 +52,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from leakyops import _core
+from leakyops import _config, _core, _threads
 
 __all__ = [
     "LeakyReLU",
@@ -234,6 +237,80 @@ def _from_numpy(a: np.ndarray) -> Tensor:
 
 
 # --------------------------------------------------------------------------
+# Threads: PyTorch's own. In a torch program PyTorch's OpenMP threads spin for
+# a while after each of its operators; leakyops' own workers would contend
+# with them for the CPUs (a large call took twice its time right after one
+# of PyTorch's). The kernels' parts run on PyTorch's threads instead, one
+# OpenMP parallel region a call (see _threads.OpenMPPool).
+# --------------------------------------------------------------------------
+
+#: The OpenMP runtimes leakyops can run its parts on (their GNU entry points: libgomp's own,
+#: and LLVM's and Intel's compatible ones).
+_OPENMP_LIBRARIES = ("libgomp", "libomp", "libiomp5")
+_OPENMP_ENTRIES = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads",
+                   "omp_get_max_threads")
+
+
+def _mapped_openmp_runtimes() -> list[str]:
+    """The files of the OpenMP runtimes this process has loaded (Linux: /proc/self/maps)."""
+    found = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:  # (address, permissions, offset, device, inode, path)
+                fields = line.split(maxsplit=5)
+                path = fields[5].strip() if len(fields) == 6 else ""
+                name = os.path.basename(path)
+                if name.startswith(_OPENMP_LIBRARIES) and ".so" in name and path not in found:
+                    found.append(path)
+    except OSError:
+        return []
+    return found
+
+
+def _torch_openmp_pool() -> _threads.OpenMPPool | None:
+    """PyTorch's OpenMP runtime as the pool of leakyops.torch's threaded calls, or None (then
+    they run on leakyops' own team): on Linux, where PyTorch's parallel backend is OpenMP and
+    the runtime it loaded is found (the one among PyTorch's own files, or the only one loaded)
+    with the four entry points, and ``LEAKYOPS_TORCH_THREADS`` is not ``team``."""
+    if _config.torch_threads() != "openmp" or not sys.platform.startswith("linux"):
+        return None
+    try:
+        if "parallel backend: OpenMP" not in torch.__config__.parallel_info():
+            return None
+    except Exception:  # noqa: BLE001 - an old or unusual build: leakyops' own team then
+        return None
+    runtimes = _mapped_openmp_runtimes()
+    home = os.path.dirname(os.path.abspath(torch.__file__))
+    own = [p for p in runtimes if p.startswith((home + os.sep, home + ".libs" + os.sep))]
+    if len(own) != 1 and len(runtimes) != 1:
+        return None
+    path = own[0] if len(own) == 1 else runtimes[0]
+    try:  # (the library loaded already: RTLD_NOLOAD gives its handle, or fails)
+        lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 4) | ctypes.RTLD_LOCAL)
+        entries = [ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+                   for name in _OPENMP_ENTRIES]
+    except (OSError, AttributeError):
+        return None
+    if not all(entries):
+        return None
+    return _threads.openmp_pool(*entries)
+
+
+#: leakyops.torch's threaded calls run here (None: on leakyops' own team).
+_POOL = _torch_openmp_pool()
+
+
+def _on_torch_threads(call, *args, **kwargs):
+    """``call(*args, **kwargs)`` (a core function) with its threaded parts on PyTorch's
+    threads (``_POOL``)."""
+    prev = _threads.run_on(_POOL)
+    try:
+        return call(*args, **kwargs)
+    finally:
+        _threads.restore_route(prev)
+
+
+# --------------------------------------------------------------------------
 # The operators.
 # --------------------------------------------------------------------------
 
@@ -283,7 +360,8 @@ def _leaky_relu_kernel(self: Tensor, negative_slope: float) -> Tensor:
     out = torch.empty_like(self)
     if out.numel() == 0:  # see _EMPTY_NOTE
         return out
-    _core.leaky_relu_impl(
+    _on_torch_threads(
+        _core.leaky_relu_impl,
         _to_numpy(self), negative_slope, out=_to_numpy(out), compare=">", fname=fname
     )
     return out
@@ -317,7 +395,8 @@ def _leaky_relu_inplace_kernel(self: Tensor, negative_slope: float) -> None:
     _check_no_internal_overlap(fname, self)
     if self.numel() == 0:  # see _EMPTY_NOTE
         return
-    _core.leaky_relu_inplace_impl(_to_numpy(self), negative_slope, compare=">", fname=fname)
+    _on_torch_threads(_core.leaky_relu_inplace_impl, _to_numpy(self), negative_slope,
+                      compare=">", fname=fname)
 
 
 @_leaky_relu_inplace_op.register_fake
@@ -338,7 +417,8 @@ def _leaky_relu_backward_kernel(
     out = _empty_result(shape, dtype, template, self.device)
     if out.numel() == 0:  # see _EMPTY_NOTE
         return out
-    _core.leaky_relu_backward_impl(
+    _on_torch_threads(
+        _core.leaky_relu_backward_impl,
         _to_numpy(grad_output),
         _to_numpy(self),
         negative_slope,
@@ -375,7 +455,8 @@ def _prelu_kernel(self: Tensor, weight: Tensor) -> Tensor:
     out = torch.empty_like(self)
     if out.numel() == 0:  # see _EMPTY_NOTE
         return out
-    _core.prelu_impl(
+    _on_torch_threads(
+        _core.prelu_impl,
         _to_numpy(self), _to_numpy(weight), 1, out=_to_numpy(out), compare=">", fname=fname
     )
     return out
@@ -401,8 +482,9 @@ def _prelu_backward_kernel(
         # the common case: plain layouts, no permutation (empty tensors: see _EMPTY_NOTE)
         if self.numel() == 0:
             return torch.empty_like(self), torch.zeros_like(weight)
-        gi, gw = _core.prelu_backward_impl(_to_numpy(grad_output), _to_numpy(self), _to_numpy(weight),
-                                           1 if self.dim() > 1 else 0, compare=">", fname=fname)
+        gi, gw = _on_torch_threads(_core.prelu_backward_impl, _to_numpy(grad_output),
+                                   _to_numpy(self), _to_numpy(weight),
+                                   1 if self.dim() > 1 else 0, compare=">", fname=fname)
         grad_input = _from_numpy(gi)
         if grad_input.stride() != self.stride():  # only where size-1 dimensions differ
             grad_input = grad_input.as_strided(self.shape, self.stride())
@@ -416,7 +498,8 @@ def _prelu_backward_kernel(
     expected = torch.empty_like(self, device="meta")
     order = sorted(range(self.dim()), key=lambda d: (-expected.stride(d), d))
     axis = order.index(1) if self.dim() > 1 else 0
-    gi, gw = _core.prelu_backward_impl(
+    gi, gw = _on_torch_threads(
+        _core.prelu_backward_impl,
         _to_numpy(grad_output.permute(order)),
         _to_numpy(self.permute(order)),
         _to_numpy(weight),

@@ -89,6 +89,47 @@ def test_each_part_gives_the_serial_bits(dtype, n, threads):
                 assert got.tobytes() == want.tobytes(), (name, threads, k)
 
 
+def _gnu_openmp():
+    """The GNU OpenMP runtime (libgomp) and a pool of its threads, or a skip."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("gomp")
+    if not name:
+        pytest.skip("no GNU OpenMP runtime (libgomp) on this machine")
+    lib = ctypes.CDLL(name)
+    entries = [ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in (
+        "GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads", "omp_get_max_threads")]
+    return lib, _threads.openmp_pool(*entries)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_each_part_gives_the_serial_bits_on_an_openmp_pool(dtype, threads):
+    """The same parts in one parallel region of an OpenMP runtime (the route leakyops.torch
+    takes to PyTorch's threads), more parts than its threads included (a thread runs every
+    T-th part): the serial kernels' bits, one region a call."""
+    lib, pool = _gnu_openmp()
+    region = min(threads, lib.omp_get_max_threads()) > 1
+    prev = _threads.run_on(pool)
+    try:
+        for name, fn, args, flags, _ in _calls(dtype, 64 * 1000 + 64 * 3):
+            expected = _serial(fn, args, flags)
+            run = _copies(args)
+            before = pool.regions
+            assert _core._run_team(fn, run, flags, 0, threads) == 1, name
+            # (one region a call; channels-last prelu_backward's parts are its units, one here)
+            one = region and name != "prelu_backward channels last"
+            assert pool.regions - before == one, name
+            for k, (got, want) in enumerate(zip(run, expected)):
+                if isinstance(got, np.ndarray):
+                    assert got.tobytes() == want.tobytes(), (name, threads, k)
+    finally:
+        _threads.restore_route(prev)
+    if region:
+        assert pool.threads_seen == min(threads, lib.omp_get_max_threads())
+
+
 def _fake_team(workers):
     """Team words with ``workers`` rows marked free but no thread behind them."""
     words = np.zeros((_team.MAX_THREADS + 1) * _team.ROW, np.int64)

@@ -54,8 +54,10 @@ from ._loops import (PARTIALS_BUDGET, UNIT, combine_partials, copy_row, lrelu_bw
                      prelu_fwd_nd, prelu_fwd_short_run)
 from ._rules import (DNNL_ELTWISE, DNNL_ELTWISE_HALF, DNNL_JIT, DNNL_JIT_AVX, DNNL_JIT_AVX2,
                      DNNL_JIT_SSE41, DNNL_REF, DNNL_RELU, VIEW_DTYPES, Rule, f2h_soft, h2f_soft)
-from ._team import (CLAIMED, DONE, IDLE, MAX_THREADS, ROW, SLEEP, STATE, STOP, SYS_FUTEX, SYSCALL,
-                    TEAM_DRIVERS, WORKERS, part_address, set_state, worker_loop)
+from ._team import (CLAIMED, DONE, GOMP_PARALLEL, IDLE, MAX_THREADS, OMP_MAX_THREADS,
+                    OMP_NUM_THREADS, OMP_REGIONS, OMP_RUNNER, OMP_THREAD_NUM, OMP_THREADS_SEEN,
+                    OPENMP, ROW, SLEEP, STATE, STOP, SYS_FUTEX, SYSCALL, TEAM_DRIVERS, WORKERS,
+                    part_address, runner_address, set_state, worker_loop)
 from ._threaded import (lrelu_bwd_nd_par, lrelu_bwd_row_par, lrelu_fwd_nd_inplace_par,
                         lrelu_fwd_nd_par, lrelu_fwd_row_inplace_par, lrelu_fwd_row_par,
                         prelu_bwd_c_run_par, prelu_bwd_nd_par, prelu_fwd_nd_par)
@@ -71,4 +73,5 @@ __all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL
            "BF16_CVT", "MASKED_VECTORS", "SOFT_HALF", "prelu_fwd_short_run",
            "TEAM_DRIVERS", "part_address", "worker_loop", "set_state",
            "MAX_THREADS", "ROW", "WORKERS", "SYSCALL", "STATE", "DONE", "IDLE", "SLEEP", "CLAIMED",
-           "STOP", "SYS_FUTEX"]
+           "STOP", "SYS_FUTEX", "OPENMP", "GOMP_PARALLEL", "OMP_THREAD_NUM", "OMP_NUM_THREADS",
+           "OMP_MAX_THREADS", "OMP_RUNNER", "OMP_REGIONS", "OMP_THREADS_SEEN", "runner_address"]

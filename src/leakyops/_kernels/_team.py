@@ -254,6 +254,90 @@ def set_state(team, w, old, new, syscall):
     return True
 
 
+# ---------------------------------------------------------------------------------------------
+# the parts on an OpenMP runtime's threads (PyTorch's, in a torch program: _threads.OpenMPPool)
+
+#: ``WORKERS`` of a pool's words: the parts run on an OpenMP runtime's threads, one parallel
+#: region a call (``GOMP_parallel``), instead of on leakyops' workers. Row 0 then holds the
+#: runtime's entry points (``GOMP_parallel``, ``omp_get_thread_num``, ``omp_get_num_threads``,
+#: ``omp_get_max_threads``), ``omp_part_runner``'s address, and two counts: the regions
+#: started, and the threads the last one had.
+OPENMP = -1
+GOMP_PARALLEL, OMP_THREAD_NUM, OMP_NUM_THREADS, OMP_MAX_THREADS, OMP_RUNNER = 2, 3, 4, 5, 6
+OMP_REGIONS, OMP_THREADS_SEEN = 7, 8
+
+
+@intrinsic
+def add_word(typingctx, addr, idx, value):
+    """Word ``idx`` increased by ``value`` (an atomic add)."""
+    def codegen(context, builder, sig, args):
+        a, i, v = (_int64(context, builder, x, t) for x, t in zip(args, sig.args))
+        builder.atomic_rmw("add", _word(builder, a, i), v, "monotonic")
+        return context.get_dummy_value()
+    return types.none(addr, idx, value), codegen
+
+
+@intrinsic
+def call_int(typingctx, fn):
+    """Call the C function ``int fn(void)`` at address ``fn``."""
+    def codegen(context, builder, sig, args):
+        fnty = ir.FunctionType(ir.IntType(32), [])
+        r = builder.call(builder.inttoptr(_int64(context, builder, args[0], sig.args[0]),
+                                          fnty.as_pointer()), [])
+        return builder.sext(r, _I64)
+    return types.int64(fn), codegen
+
+
+@intrinsic
+def gomp_parallel(typingctx, gomp, runner, data, nthreads):
+    """``GOMP_parallel(runner, data, nthreads, 0)`` through its address ``gomp``: ``runner``
+    (a ``void (void *)``) on ``nthreads`` threads of that OpenMP runtime, this one among them."""
+    def codegen(context, builder, sig, args):
+        g, r, d, n = (_int64(context, builder, x, t) for x, t in zip(args, sig.args))
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        runty = ir.FunctionType(ir.VoidType(), [i8p])
+        fnty = ir.FunctionType(ir.VoidType(), [runty.as_pointer(), i8p, i32, i32])
+        builder.call(builder.inttoptr(g, fnty.as_pointer()),
+                     [builder.inttoptr(r, runty.as_pointer()), builder.inttoptr(d, i8p),
+                      builder.trunc(n, i32), ir.Constant(i32, 0)])
+        return context.get_dummy_value()
+    return types.none(gomp, runner, data, nthreads), codegen
+
+
+def omp_part_runner(data):
+    """The function each OpenMP thread runs: ``data`` is ``[fn, block, nparts, team]``; thread
+    ``t`` of ``T`` runs parts ``t, t + T, ...`` (every part runs, however many threads the
+    runtime gave)."""
+    d = carray(address(data), 4, np.int64)
+    team = d[3]
+    p = call_int(load_word(team, OMP_THREAD_NUM))
+    step = call_int(load_word(team, OMP_NUM_THREADS))
+    if p == 0:
+        store_word(team, OMP_THREADS_SEEN, step)
+    while p < d[2]:
+        call_part(d[0], d[1], p)
+        p += step
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _run_parts_openmp(team, fn, block, nparts):
+    """``run_parts`` on the OpenMP runtime whose entry points row 0 holds: one parallel region
+    of ``min(nparts, omp_get_max_threads())`` threads (this thread among them: the runtime's
+    own threads are the others), or every part here where that is 1."""
+    nthreads = min(nparts, call_int(load_word(team, OMP_MAX_THREADS)))
+    if nthreads <= 1:
+        for p in range(nparts):
+            call_part(fn, block, p)
+        return 1
+    d = np.empty(4, np.int64)
+    d[0], d[1], d[2], d[3] = fn, block, nparts, team
+    gomp_parallel(load_word(team, GOMP_PARALLEL), load_word(team, OMP_RUNNER), d.ctypes.data,
+                  nthreads)
+    keep_alive(d)
+    add_word(team, OMP_REGIONS, 1)
+    return 1
+
+
 @njit(inline="always", **NJIT_OPTIONS)
 def run_parts(team, fn, block, nparts, wait):
     """Run parts ``0 .. nparts-1`` of a call: part ``p`` >= 1 posted to worker ``p`` where its
@@ -261,8 +345,11 @@ def run_parts(team, fn, block, nparts, wait):
     worker has not taken when this thread is done with its own is taken back and run here
     (a worker the system has descheduled costs no wait). A sleeping worker is woken: given
     its part when ``wait`` (a large call, worth the wake-up's tens of µs), else for the next
-    call, its part run here."""
+    call, its part run here. An OpenMP pool's words (``WORKERS`` is ``OPENMP``) run them in a
+    parallel region of that runtime instead."""
     workers, syscall = load_word(team, WORKERS), load_word(team, SYSCALL)
+    if workers == OPENMP:
+        return _run_parts_openmp(team, fn, block, nparts)
     posted = 0
     for p in range(1, nparts):
         row = p * ROW
@@ -378,6 +465,21 @@ def _prelu_bwd_part(dtype, per_k, ge):
                 lo, hi = _part(shape[1], b[11], u)
                 prelu_bwd_c(g, x, gi, w, partials[u, 0], partials[u, 1], lo, hi, ge)
     return part
+
+
+def runner_address() -> int:
+    """The address of ``omp_part_runner`` as a C function ``void (void *)``, compiled on first
+    use."""
+    addr = _PARTS.get("runner")
+    if addr is None:
+        disp = _jit(omp_part_runner)
+        sig = (types.int64,)
+        disp.compile(sig)
+        cres = disp.overloads[sig]
+        addr = _PARTS["runner"] = cres.library.get_pointer_to_function(
+            cres.fndesc.llvm_cfunc_wrapper_name)
+        _PARTS["runner", "keep"] = disp
+    return addr
 
 
 def part_address(kind, dtype, flags) -> int:
