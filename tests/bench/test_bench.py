@@ -232,12 +232,18 @@ def test_a_run_where_leakyops_died_is_a_failure(monkeypatch, tmp_path):
     leakyops' own process died (here made to, on its 2000-element case)."""
     real = _bench._spawn
 
-    def spawn(peer, cases, threads, min_time):
-        for key, rec in real(peer, cases, threads, min_time):
-            if peer == "leakyops" and key.endswith("|2000"):
-                yield None, {"crashed": f"{_bench.DIED} (exit status -9): "}
-                return
-            yield key, rec
+    def spawn(peer, threads, min_time):
+        worker = real(peer, threads, min_time)
+        if peer == "leakyops":
+            timed = worker.time
+
+            def time(c):
+                if c["key"].endswith("|2000"):
+                    worker.close()
+                    return {"crashed": f"{_bench.DIED} (exit status -9): "}
+                return timed(c)
+            worker.time = time
+        return worker
 
     monkeypatch.setattr(_bench, "_spawn", spawn)
     js = tmp_path / "b.json"

@@ -3,9 +3,12 @@
 Every library runs in a process of its own (:mod:`._worker`): PyTorch's and oneDNN's GNU
 OpenMP threads keep spinning after each call and would take the cores of whatever runs next
 in the same process, so timing several libraries in one process measures contention, not
-the libraries. The processes take turns over several rounds (the order rotates every round)
-and the best time of each case is kept, so that a slow stretch of a shared machine does not
-fall on one library only.
+the libraries. The processes take turns case by case (every library times a case before the
+next case starts, the order rotating from case to case) over several rounds, and the best
+time of each case is kept, so that a slow stretch of a shared machine does not fall on one
+library only (the memory of the machine these runs come from moved between two speeds, a
+factor of two apart, from minute to minute: a library timing all its cases in one turn could
+meet the slow one alone).
 
 Peers (see :mod:`._peers`): PyTorch, the real oneDNN primitives, ONNX Runtime, and copies of
 the same bytes (the fastest of NumPy's, PyTorch's and leakyops' own copy is the ceiling).
@@ -121,30 +124,73 @@ class _Progress:
         self.line.close()
 
 
-def _spawn(peer: str, cases: list, threads: int, min_time: float):
-    """Run ``cases`` on ``peer`` in a new process; yields (case key, result) per case."""
-    env = dict(os.environ)
-    for var in ("LEAKYOPS_BENCH_THREADS", "LEAKYOPS_NUM_THREADS", "OMP_NUM_THREADS",
-                "MKL_NUM_THREADS"):
-        env[var] = str(threads)
-    job = json.dumps({"peer": peer, "cases": cases, "min_time": min_time})
-    proc = subprocess.Popen([sys.executable, "-m", "leakyops._bench._worker"], env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    with proc:
+class _Worker:
+    """One peer's process (:mod:`._worker`): cases sent one at a time, a line of JSON each,
+    each answered (``{"seconds": …}`` or ``{"skipped": …}``) before the next peer's turn; a
+    process that died answers ``{"crashed": …}`` with its exit status and last line of stderr."""
+
+    def __init__(self, peer: str, threads: int, min_time: float):
+        import tempfile
+
+        env = dict(os.environ)
+        for var in ("LEAKYOPS_BENCH_THREADS", "LEAKYOPS_NUM_THREADS", "OMP_NUM_THREADS",
+                    "MKL_NUM_THREADS"):
+            env[var] = str(threads)
+        self._err = tempfile.TemporaryFile(mode="w+")  # (a pipe could fill up and block it)
+        self.status: int | None = None
+        self.last_error = ""
+        self.proc = subprocess.Popen([sys.executable, "-m", "leakyops._bench._worker"], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._err, text=True)
+        self._send({"peer": peer, "min_time": min_time})
+
+    def _send(self, obj) -> bool:
         try:
-            proc.stdin.write(job)
-            proc.stdin.close()
-            for line in proc.stdout:
-                rec = json.loads(line)
-                yield rec.pop("key"), rec
-        except BaseException:  # Ctrl-C, or the caller stopped: the worker goes too, now
-            proc.kill()
-            raise
-        err = proc.stderr.read()
-        if proc.wait() != 0:
-            last = [ln for ln in err.strip().splitlines() if ln.strip()][-1:] or [""]
-            yield None, {"crashed": f"{DIED} (exit status {proc.returncode}): {last[0][:200]}"}
+            self.proc.stdin.write(json.dumps(obj) + "\n")
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    @property
+    def alive(self) -> bool:
+        return self.status is None and self.proc.poll() is None
+
+    def time(self, c: dict) -> dict:
+        line = self.proc.stdout.readline() if self._send(c) else ""
+        if line:
+            rec = json.loads(line)
+            rec.pop("key", None)
+            return rec
+        status = self.close()
+        return {"crashed": f"{DIED} (exit status {status}): {self.last_error[:200]}"}
+
+    def close(self) -> int:
+        """End the process (at once if it does not end by itself) and close its files; its
+        exit status (``last_error``: the last line it wrote to stderr)."""
+        if self.status is not None:
+            return self.status
+        try:
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+        try:
+            status = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            status = self.proc.wait()
+        self.proc.stdout.close()
+        self._err.seek(0)
+        self.last_error = ([ln for ln in self._err.read().strip().splitlines() if ln.strip()]
+                           or [""])[-1]
+        self._err.close()
+        self.status = status
+        return status
+
+
+def _spawn(peer: str, threads: int, min_time: float) -> _Worker:
+    """A new process for ``peer``."""
+    return _Worker(peer, threads, min_time)
 
 
 def run(ops=OPS, dtypes=DTYPES, sizes=None, *, quick=False, threads=None, min_time=None,
@@ -173,33 +219,36 @@ def run(ops=OPS, dtypes=DTYPES, sizes=None, *, quick=False, threads=None, min_ti
 
     best: dict = {}
     skipped: dict = {}
-    plan = {p: [c for c in cases if wanted(p, c)] for p in peers}
-    bar = _Progress(rounds * sum(len(v) for v in plan.values()), progress)
+    todo = [(p, c) for c in cases for p in peers if wanted(p, c)]
+    bar = _Progress(rounds * len(todo), progress)
+    workers: dict = {}
     order = list(peers)
     try:
         for r in range(rounds):
-            for peer in order:
-                todo = [c for c in plan[peer] if (peer, c["key"]) not in skipped]
-                bar.step(len(plan[peer]) - len(todo), peer)
-                while todo:
-                    done = set()
-                    for key, rec in _spawn(peer, todo, threads, min_time):
-                        if key is None:  # the process died: the first case not done is the culprit
-                            culprit = next(c for c in todo if c["key"] not in done)
-                            skipped[(peer, culprit["key"])] = rec["crashed"]
-                            done.add(culprit["key"])
-                            bar.step(1, peer)
-                            break
-                        done.add(key)
-                        bar.step(1, f"{peer} {key}")
-                        if "skipped" in rec:
-                            skipped[(peer, key)] = rec["skipped"]
-                        else:
-                            best[(peer, key)] = min(best.get((peer, key), float("inf")), rec["seconds"])
-                    todo = [c for c in todo if c["key"] not in done]
-            order = order[1:] + order[:1]  # another library goes first next round
+            for c in cases:  # (every peer times a case in turn: the same minute of the machine)
+                for peer in order:
+                    if not wanted(peer, c):
+                        continue
+                    key = c["key"]
+                    if (peer, key) in skipped:
+                        bar.step(1, peer)
+                        continue
+                    w = workers.get(peer)
+                    if w is None or not w.alive:
+                        w = workers[peer] = _spawn(peer, threads, min_time)
+                    rec = w.time(c)
+                    bar.step(1, f"{peer} {key}")
+                    if "crashed" in rec:
+                        skipped[(peer, key)] = rec["crashed"]
+                    elif "skipped" in rec:
+                        skipped[(peer, key)] = rec["skipped"]
+                    else:
+                        best[(peer, key)] = min(best.get((peer, key), float("inf")), rec["seconds"])
+                order = order[1:] + order[:1]  # another library goes first next case
     finally:
         bar.close()
+        for w in workers.values():
+            w.close()
     if log is not None:
         reasons: dict = {}
         for (peer, _), why in skipped.items():

@@ -1,8 +1,9 @@
 """One peer in a process of its own: ``python -m leakyops._bench._worker`` (the runner starts it).
 
-Reads a job from stdin (``{"peer": …, "cases": […], "min_time": …}``), times every case and
-writes one JSON line per case to stdout as soon as it is done (``{"seconds": …}`` or
-``{"skipped": reason}``), so that a peer that crashes on one case still reports the others.
+Reads the job from stdin, a line of JSON (``{"peer": …, "min_time": …}``), then one case a
+line, and answers each case with one JSON line on stdout as soon as it is timed
+(``{"seconds": …}`` or ``{"skipped": reason}``), so that the runner can let the other peers
+time the same case before the next; a peer that crashes on one case has reported the others.
 The thread count comes from the environment the runner sets before anything is imported.
 """
 
@@ -13,12 +14,13 @@ import sys
 
 
 def main() -> int:
-    job = json.loads(sys.stdin.read())
+    job = json.loads(sys.stdin.readline())
     from ._peers import PEERS, Unavailable
     from ._timing import best_time
 
     prepare = PEERS[job["peer"]]
-    for c in job["cases"]:
+    for line in sys.stdin:
+        c = json.loads(line)
         record = {"key": c["key"]}
         fn = None
         try:
