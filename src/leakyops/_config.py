@@ -11,6 +11,10 @@
     ``1`` forces the software float16 conversions (default: used only when the CPU numba
     targets has no F16C, because LLVM's ``half`` conversions then call compiler-runtime
     helpers that numba's JIT does not resolve).
+``LEAKYOPS_STREAM_MIN_BYTES``
+    Bytes of output from which a contiguous row (a thread's part of a call) is written with
+    streaming stores, past the caches (default: half the last-level cache; never where its
+    size is unknown).
 ``LEAKYOPS_TORCH_THREADS``
     Where ``leakyops.torch``'s threaded calls run: ``openmp`` (default), on PyTorch's own
     OpenMP threads where PyTorch runs its operators on OpenMP (else as ``team``); ``team``, on
@@ -91,7 +95,11 @@ DEFAULT_THREADS = _env_int("LEAKYOPS_NUM_THREADS", os.cpu_count() or 1)
 
 
 def torch_threads() -> str:
-    """``LEAKYOPS_TORCH_THREADS``: ``"openmp"`` (the default) or ``"team"``; another value is
+    """``LEAKYOPS_STREAM_MIN_BYTES``
+    Bytes of output from which a contiguous row (a thread's part of a call) is written with
+    streaming stores, past the caches (default: half the last-level cache; never where its
+    size is unknown).
+``LEAKYOPS_TORCH_THREADS``: ``"openmp"`` (the default) or ``"team"``; another value is
     the default, with a warning naming it (:func:`warn_setting`)."""
     raw = os.environ.get("LEAKYOPS_TORCH_THREADS", "").strip()
     if raw.lower() in ("", "openmp", "team"):

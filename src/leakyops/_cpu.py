@@ -207,6 +207,40 @@ def masked_vectors() -> bool:
     return "avx512f" in (target_features() or frozenset())
 
 
+def last_level_cache() -> int:
+    """Bytes of the largest cache of CPU 0 (Linux: ``/sys/devices/system/cpu/cpu0/cache``), 0
+    where that cannot be read."""
+    best = 0
+    root = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            with open(os.path.join(root, entry, "size")) as f:
+                raw = f.read().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(raw[-1:], 1)
+        digits = raw.rstrip("KMG")
+        if digits.isdigit():
+            best = max(best, int(digits) * scale)
+    return best
+
+
+def stream_min_bytes() -> int:
+    """Output bytes from which a contiguous row's results are written with streaming
+    (non-temporal) stores, past the caches: half the last-level cache (a row that long, with
+    its inputs, no longer fits there; its lines would be read for ownership, then evicted
+    unread), ``LEAKYOPS_STREAM_MIN_BYTES`` where set; never (2**62) where the cache's size is
+    unknown."""
+    from ._config import _env_int
+
+    llc = last_level_cache()
+    return _env_int("LEAKYOPS_STREAM_MIN_BYTES", llc // 2 if llc else 1 << 62)
+
+
 def prelu_short_rows() -> dict[str, int]:
     """Per dtype, the row length (slope per row) under which prelu runs as channels last over
     the slopes laid out per element, not row by row: a half type's row costs a vector with a
@@ -282,6 +316,7 @@ def kernel_paths() -> dict[str, dict[str, str]]:
     }
     short = prelu_short_rows()
     threads_from = thread_thresholds()
+    stream = stream_min_bytes()
     paths: dict[str, dict[str, str]] = {}
     for op in _OPERATORS:
         paths[op] = {}
@@ -297,6 +332,9 @@ def kernel_paths() -> dict[str, dict[str, str]]:
                          "over the slopes laid out per element")
             if op == "prelu_backward":
                 path += "; grad_weight in 16 float64 lanes (explicit vectors, written-out order)"
+            if op in ("leaky_relu", "leaky_relu_backward", "prelu") and stream < 1 << 62:
+                path += (f"; results of a thread's part of {stream:,} bytes or more written "
+                         "with streaming stores (past the caches)")
             paths[op][dt] = path + (f"; threads from {threads_from[op][dt]:,} elements "
                                     "(contiguous; leakyops' team)")
     return paths

@@ -19,7 +19,8 @@ from numba import njit, typeof, types
 from .. import _cpu
 from .._config import NJIT_OPTIONS, cache_enabled
 
-__all__ = ["_jit", "entry_point", "SOFT_HALF", "AVX_BLEND", "BF16_CVT", "MASKED_VECTORS"]
+__all__ = ["_jit", "entry_point", "SOFT_HALF", "AVX_BLEND", "BF16_CVT", "MASKED_VECTORS",
+           "STREAM_MIN_BYTES"]
 
 #: Whether float16 is converted in software (no F16C on the CPU numba compiles for).
 SOFT_HALF = _cpu.soft_half()
@@ -29,6 +30,8 @@ AVX_BLEND = _cpu.avx_blend()
 BF16_CVT = _cpu.bf16_convert()
 #: Whether prelu's float32 rows take explicit vectors with a masked last vector (AVX-512F).
 MASKED_VECTORS = _cpu.masked_vectors()
+#: Output bytes from which a contiguous row is written with streaming stores.
+STREAM_MIN_BYTES = _cpu.stream_min_bytes()
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
@@ -42,7 +45,8 @@ def _package_stamp() -> tuple:
         st = os.stat(path)
         stamp.append((path.name, st.st_mtime, st.st_size))
     return (tuple(stamp), ("soft_half", SOFT_HALF), ("avx_blend", AVX_BLEND),
-            ("bf16_cvt", BF16_CVT), ("masked_vectors", MASKED_VECTORS))
+            ("bf16_cvt", BF16_CVT), ("masked_vectors", MASKED_VECTORS),
+            ("stream_min_bytes", STREAM_MIN_BYTES))
 
 
 class _PackageStampedLocator:

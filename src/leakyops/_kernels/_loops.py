@@ -20,12 +20,13 @@ from ._jit import AVX_BLEND as _AVX_BLEND
 from ._jit import BF16_CVT as _BF16_CVT
 from ._jit import MASKED_VECTORS as _MASKED_VECTORS
 from ._jit import SOFT_HALF as _SOFT_HALF
+from ._jit import STREAM_MIN_BYTES as _STREAM_MIN_BYTES
 from ._jit import _jit
 from ._rules import (_kahan_add, _keep, _load, _load64, _lrelu, _lrelu_grad, _narrow,
                      _prelu_term, _round_pair, _round_sum, _rule_of, _scalar, _select,
                      _start_partials, _sum_start, _term_of, _to64)
-from ._vector import (LANES, vadd_lane, vhalf, viota, vlane, vload, vload_first, vselect, vset_lane,
-                      vsplat, vstore, vstore_first)
+from ._vector import (LANES, STREAM_ALIGN, store_fence, vadd_lane, vhalf, viota, vlane, vload,
+                      vload_first, vselect, vset_lane, vsplat, vstore, vstore_first, vstore_stream)
 
 
 @intrinsic
@@ -45,6 +46,54 @@ def _as_c(typingctx, arr):
 def _unit_stride(a):
     """Whether a 1-D view's elements are adjacent (its loop then runs on a contiguous view)."""
     return a.strides[0] == a.itemsize
+
+
+# ---------------------------------------------------------------------------------------------
+# streaming stores: a long contiguous row's results written past the caches
+
+
+def _streams(ge, out, *inputs) -> bool:
+    """Whether a row loop has a streaming form for these types (numba's): a C-contiguous
+    ``out`` of a storage kind (float16 where the target has F16C), inputs C-contiguous and of
+    its kind, and the comparison flag (a oneDNN rule keeps its own loop). Whether a call takes it is the row's length
+    (``_STREAM_MIN_BYTES`` of output, from the last-level cache's size: ``_cpu.stream_min_bytes``)."""
+    return (out.layout == "C" and out.dtype in (types.float32, types.float64, types.int16,
+                                                  types.uint16)
+            and not (out.dtype == types.uint16 and _SOFT_HALF)  # (float16 vectors need F16C)
+            and all(a.layout == "C" and a.dtype == out.dtype for a in inputs)
+            and _rule_of(ge) is None)
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _stream_span(out, w):
+    """``(a, b)``: elements ``a:b`` of the C-contiguous 1-D ``out`` fill whole, aligned
+    ``STREAM_ALIGN``-byte blocks of ``w`` elements (``a`` the first element of one); an
+    address that is not a multiple of the element size gives ``(n, n)``."""
+    n = out.shape[0]
+    addr = out.ctypes.data
+    if addr % out.itemsize:
+        return n, n
+    a = min(n, ((-addr) % STREAM_ALIGN) // out.itemsize)
+    return a, a + (n - a) // w * w
+
+
+def _stream_lanes(out) -> int:
+    """Elements of ``out``'s kind (numba's) in one streaming store (``STREAM_ALIGN`` bytes)."""
+    return STREAM_ALIGN // (out.dtype.bitwidth // 8)
+
+
+def _fwd_streamer(w):
+    """The forward on 1-D C-contiguous views with streaming stores of ``w`` elements (the
+    first and last elements outside whole aligned blocks by the portable loop); the caller
+    fences."""
+    @njit(inline="always", **NJIT_OPTIONS)
+    def streamed(x, out, sc, ge):
+        a, b = _stream_span(out, w)
+        _fwd_row_scalar(x[:a], out[:a], sc, ge)
+        for k in range(a, b, w):
+            vstore_stream(out, (k,), _narrow(_lrelu(_load(vload(x, (k,), w), out), sc, ge), out))
+        _fwd_row_scalar(x[b:], out[b:], sc, ge)
+    return streamed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,9 +126,23 @@ def _fwd_row(x, out, sc, ge):
 @overload(_fwd_row, inline="always", jit_options=NJIT_OPTIONS)
 def _ol_fwd_row(x, out, sc, ge):
     if _bf16_vectors(ge, out, x):
-        return lambda x, out, sc, ge: _fwd_row3(x.reshape((1, 1, x.shape[0])),
-                                                out.reshape((1, 1, out.shape[0])), 0, 0, sc, ge)
-    return _fwd_row_portable
+        def cached(x, out, sc, ge):
+            _fwd_row3(x.reshape((1, 1, x.shape[0])), out.reshape((1, 1, out.shape[0])), 0, 0,
+                      sc, ge)
+    else:
+        cached = _fwd_row_portable
+    if not _streams(ge, out, x):
+        return cached
+    streamed = _FWD_STREAMED[_stream_lanes(out)]
+    cached = njit(inline="always", **NJIT_OPTIONS)(cached)
+
+    def impl(x, out, sc, ge):
+        if out.shape[0] * out.itemsize < _STREAM_MIN_BYTES:
+            cached(x, out, sc, ge)
+            return
+        streamed(x, out, sc, ge)
+        store_fence()
+    return impl
 
 
 def _fwd_row_portable(x, out, sc, ge):
@@ -87,6 +150,12 @@ def _fwd_row_portable(x, out, sc, ge):
         v = _load(x[k], out)
         r = _lrelu(v, sc, ge)
         out[k] = _narrow(r, out)
+
+
+#: The portable loop as a function a loop calls (a streamed row's first and last elements).
+_fwd_row_scalar = njit(inline="always", **NJIT_OPTIONS)(_fwd_row_portable)
+#: The streamed forward rows by the elements of one streaming store.
+_FWD_STREAMED = {w: _fwd_streamer(w) for w in (8, 16, 32)}
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -203,9 +272,24 @@ def _bwd_row(g, t, out, sc, ge):
 
 @overload(_bwd_row, inline="always", jit_options=NJIT_OPTIONS)
 def _ol_bwd_row(g, t, out, sc, ge):
-    if _bf16_vectors(ge, out, g, t):
-        return _bwd_row_vectors
-    return _bwd_row_portable
+    cached = _bwd_row_vectors if _bf16_vectors(ge, out, g, t) else _bwd_row_portable
+    if not _streams(ge, out, g, t):
+        return cached
+    w = _stream_lanes(out)
+    cached = njit(inline="always", **NJIT_OPTIONS)(cached)
+
+    def impl(g, t, out, sc, ge):
+        if out.shape[0] * out.itemsize < _STREAM_MIN_BYTES:
+            cached(g, t, out, sc, ge)
+            return
+        a, b = _stream_span(out, w)
+        _bwd_row_scalar(g[:a], t[:a], out[:a], sc, ge)
+        for k in range(a, b, w):
+            v = _lrelu_grad(_load(vload(g, (k,), w), out), _load(vload(t, (k,), w), out), sc, ge)
+            vstore_stream(out, (k,), _narrow(v, out))
+        _bwd_row_scalar(g[b:], t[b:], out[b:], sc, ge)
+        store_fence()
+    return impl
 
 
 def _bwd_row_portable(g, t, out, sc, ge):
@@ -214,6 +298,9 @@ def _bwd_row_portable(g, t, out, sc, ge):
         tv = _load(t[k], out)
         r = _lrelu_grad(gv, tv, sc, ge)
         out[k] = _narrow(r, out)
+
+
+_bwd_row_scalar = njit(inline="always", **NJIT_OPTIONS)(_bwd_row_portable)
 
 
 def _bwd_row_vectors(g, t, out, sc, ge):
@@ -479,8 +566,37 @@ def round_sums(sums, out):
 
 @_jit(_nrt=False)
 def copy_row(src, dst):
+    _copy(src, dst)
+
+
+def _copy(src, dst):
+    """``dst[:] = src``: a loop, or streaming stores for a long contiguous row."""
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _copy_portable(src, dst):
     for k in range(src.shape[0]):
         dst[k] = src[k]
+
+
+@overload(_copy, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_copy(src, dst):
+    if not (dst.layout == "C" and src.layout == "C" and src.dtype == dst.dtype
+            and dst.dtype.bitwidth in (16, 32, 64)):
+        return lambda src, dst: _copy_portable(src, dst)
+    w = _stream_lanes(dst)
+
+    def impl(src, dst):
+        if dst.shape[0] * dst.itemsize < _STREAM_MIN_BYTES:
+            _copy_portable(src, dst)
+            return
+        a, b = _stream_span(dst, w)
+        _copy_portable(src[:a], dst[:a])
+        for k in range(a, b, w):
+            vstore_stream(dst, (k,), vload(src, (k,), w))
+        _copy_portable(src[b:], dst[b:])
+        store_fence()
+    return impl
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -512,12 +628,35 @@ def _ranges(shape, axis, lo, hi):
 @_jit(_nrt=False)
 def prelu_fwd_c(x, out, w, per_k, ge, axis, lo, hi):
     i0, i1, j0, j1 = _ranges(x.shape, axis, lo, hi)
+    if not per_k and (i1 - i0) * (j1 - j0) * x.shape[2] * out.itemsize >= _STREAM_MIN_BYTES:
+        if _slope_rows_streamed(x, out, w, i0, i1, j0, j1, ge):  # (a part past the caches)
+            return
     for i in range(i0, i1):
         for j in range(j0, j1):
             if per_k:
                 _prelu_row3(x, out, w, i, j, ge)
             else:
                 _slope_row3(x, out, i, j, _load(w[j], out), ge)
+
+
+def _slope_rows_streamed(x, out, w, i0, i1, j0, j1, ge):
+    """Rows i0:i1 x j0:j1 of prelu with a slope per row, written with streaming stores, and
+    True; False, nothing written, where the types have no streaming form (``_streams``)."""
+
+
+@overload(_slope_rows_streamed, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_slope_rows_streamed(x, out, w, i0, i1, j0, j1, ge):
+    if not _streams(ge, out, x):
+        return lambda x, out, w, i0, i1, j0, j1, ge: False
+    streamed = _FWD_STREAMED[_stream_lanes(out)]
+
+    def impl(x, out, w, i0, i1, j0, j1, ge):
+        for i in range(i0, i1):
+            for j in range(j0, j1):
+                streamed(x[i, j], out[i, j], _load(w[j], out), ge)
+        store_fence()
+        return True
+    return impl
 
 
 def _slope_row3(x, out, i, j, s, ge):

@@ -19,6 +19,7 @@ back to the exact software ones lane by lane (see ``_rules._widen``).
 from __future__ import annotations
 
 import operator
+import platform
 
 from llvmlite import ir
 from numba import types
@@ -27,12 +28,14 @@ from numba.core.datamodel import models
 from numba.extending import intrinsic, overload, register_model
 
 __all__ = ["Vec", "LANES", "vload", "vstore", "vsplat", "vlane", "vadd_lane", "vset_lane",
-           "vhalf", "vconvert", "vbitcast", "vshift", "vselect", "vabs", "viota", "vload_first", "vstore_first"]
+           "vhalf", "vconvert", "vbitcast", "vshift", "vselect", "vabs", "viota", "vload_first", "vstore_first",
+           "vstore_stream", "store_fence", "STREAM_ALIGN"]
 
 #: The lanes of every fixed-order sum (element k of a row goes to lane k % LANES).
 LANES = 16
 
 _I32 = ir.IntType(32)
+_X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 
 
 class Vec(types.Type):
@@ -124,6 +127,47 @@ def vstore(typingctx, arr, idx, v):
         return context.get_dummy_value()
 
     return types.none(arr, idx, v), codegen
+
+
+#: The alignment, in bytes, a streaming store's address must have (``vstore_stream``).
+STREAM_ALIGN = 64
+
+
+@intrinsic
+def vstore_stream(typingctx, arr, idx, v):
+    """``vstore`` as a streaming (non-temporal) store, past the caches (x86: ``vmovntps`` and
+    kin; LLVM's ``!nontemporal``): the line is not read for ownership first. The address must
+    be a multiple of ``STREAM_ALIGN`` bytes; ``store_fence`` orders such stores before the
+    stores that follow it (another thread may read the results once told they are done)."""
+    if not (_index_types(arr, idx) and isinstance(v, Vec) and v.dtype == arr.dtype):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        vptr = builder.bitcast(ptr, ir.PointerType(args[2].type))
+        store = builder.store(args[2], vptr)
+        store.align = STREAM_ALIGN
+        store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
+        return context.get_dummy_value()
+
+    return types.none(arr, idx, v), codegen
+
+
+@intrinsic
+def store_fence(typingctx):
+    """Every store before it, streaming ones included, visible before any store after it
+    (x86: ``sfence``; elsewhere a sequentially consistent fence)."""
+    def codegen(context, builder, sig, args):
+        if _X86:
+            fn = cgutils.get_or_insert_function(builder.module,
+                                                ir.FunctionType(ir.VoidType(), []),
+                                                "llvm.x86.sse.sfence")
+            builder.call(fn, [])
+        else:  # pragma: no cover - not x86
+            builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.none(), codegen
 
 
 def _first_lanes(context, builder, count, ty, n):
