@@ -158,6 +158,20 @@ _fwd_row_scalar = njit(inline="always", **NJIT_OPTIONS)(_fwd_row_portable)
 _FWD_STREAMED = {w: _fwd_streamer(w) for w in (8, 16, 32)}
 
 
+def _bwd_streamer(w):
+    """The backward on 1-D C-contiguous views with streaming stores of ``w`` elements, as
+    ``_fwd_streamer``; the caller fences."""
+    @njit(inline="always", **NJIT_OPTIONS)
+    def streamed(g, t, out, sc, ge):
+        a, b = _stream_span(out, w)
+        _bwd_row_scalar(g[:a], t[:a], out[:a], sc, ge)
+        for k in range(a, b, w):
+            v = _lrelu_grad(_load(vload(g, (k,), w), out), _load(vload(t, (k,), w), out), sc, ge)
+            vstore_stream(out, (k,), _narrow(v, out))
+        _bwd_row_scalar(g[b:], t[b:], out[b:], sc, ge)
+    return streamed
+
+
 @njit(inline="always", **NJIT_OPTIONS)
 def _fwd_row3(x, out, i, j, sc, ge):
     """Row (i, j) of C-contiguous 3-D views, forward with the slope ``sc``, in explicit
@@ -275,19 +289,14 @@ def _ol_bwd_row(g, t, out, sc, ge):
     cached = _bwd_row_vectors if _bf16_vectors(ge, out, g, t) else _bwd_row_portable
     if not _streams(ge, out, g, t):
         return cached
-    w = _stream_lanes(out)
+    streamed = _BWD_STREAMED[_stream_lanes(out)]
     cached = njit(inline="always", **NJIT_OPTIONS)(cached)
 
     def impl(g, t, out, sc, ge):
         if out.shape[0] * out.itemsize < _STREAM_MIN_BYTES:
             cached(g, t, out, sc, ge)
             return
-        a, b = _stream_span(out, w)
-        _bwd_row_scalar(g[:a], t[:a], out[:a], sc, ge)
-        for k in range(a, b, w):
-            v = _lrelu_grad(_load(vload(g, (k,), w), out), _load(vload(t, (k,), w), out), sc, ge)
-            vstore_stream(out, (k,), _narrow(v, out))
-        _bwd_row_scalar(g[b:], t[b:], out[b:], sc, ge)
+        streamed(g, t, out, sc, ge)
         store_fence()
     return impl
 
@@ -301,6 +310,8 @@ def _bwd_row_portable(g, t, out, sc, ge):
 
 
 _bwd_row_scalar = njit(inline="always", **NJIT_OPTIONS)(_bwd_row_portable)
+#: The streamed backward rows by the elements of one streaming store.
+_BWD_STREAMED = {w: _bwd_streamer(w) for w in (8, 16, 32)}
 
 
 def _bwd_row_vectors(g, t, out, sc, ge):
