@@ -113,24 +113,32 @@ def vload(typingctx, arr, idx, n):
     return rt(arr, idx, n), codegen
 
 
+#: The alignment, in bytes, a streaming store's address must have (``vstore_stream``).
+STREAM_ALIGN = 64
+
+
+def _store(streaming: bool):
+    """The code of ``vstore`` (``streaming``: of ``vstore_stream``)."""
+    def codegen(context, builder, sig, args):
+        ptr = _pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+        vptr = builder.bitcast(ptr, ir.PointerType(args[2].type))
+        store = builder.store(args[2], vptr)
+        if streaming:
+            store.align = STREAM_ALIGN
+            store.set_metadata("nontemporal",
+                               builder.module.add_metadata([ir.Constant(_I32, 1)]))
+        else:
+            store.align = context.get_abi_sizeof(_llvm(context, sig.args[0].dtype))
+        return context.get_dummy_value()
+    return codegen
+
+
 @intrinsic
 def vstore(typingctx, arr, idx, v):
     """Store the lanes of ``v`` into ``arr`` from index ``idx`` (a tuple) on."""
     if not (_index_types(arr, idx) and isinstance(v, Vec) and v.dtype == arr.dtype):
         return None
-
-    def codegen(context, builder, sig, args):
-        ptr = _pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-        vptr = builder.bitcast(ptr, ir.PointerType(args[2].type))
-        store = builder.store(args[2], vptr)
-        store.align = context.get_abi_sizeof(_llvm(context, arr.dtype))
-        return context.get_dummy_value()
-
-    return types.none(arr, idx, v), codegen
-
-
-#: The alignment, in bytes, a streaming store's address must have (``vstore_stream``).
-STREAM_ALIGN = 64
+    return types.none(arr, idx, v), _store(False)
 
 
 @intrinsic
@@ -141,16 +149,7 @@ def vstore_stream(typingctx, arr, idx, v):
     stores that follow it (another thread may read the results once told they are done)."""
     if not (_index_types(arr, idx) and isinstance(v, Vec) and v.dtype == arr.dtype):
         return None
-
-    def codegen(context, builder, sig, args):
-        ptr = _pointer(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-        vptr = builder.bitcast(ptr, ir.PointerType(args[2].type))
-        store = builder.store(args[2], vptr)
-        store.align = STREAM_ALIGN
-        store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(_I32, 1)]))
-        return context.get_dummy_value()
-
-    return types.none(arr, idx, v), codegen
+    return types.none(arr, idx, v), _store(True)
 
 
 @intrinsic
