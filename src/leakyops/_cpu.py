@@ -335,6 +335,10 @@ def kernel_paths() -> dict[str, dict[str, str]]:
             if op in ("leaky_relu", "leaky_relu_backward", "prelu") and stream < 1 << 62:
                 path += (f"; results of a thread's part of {stream:,} bytes or more written "
                          "with streaming stores (past the caches)")
+            if (op == "leaky_relu_" and dt in ("float32", "float64") and not avx_blend()
+                    and cap() != "portable" and stream < 1 << 62):
+                path += (f"; a thread's part of {stream:,} bytes or more stored in whole vectors "
+                         "(not masked stores)")
             paths[op][dt] = path + (f"; threads from {threads_from[op][dt]:,} elements "
                                     "(contiguous; leakyops' team)")
     return paths

@@ -1,6 +1,7 @@
 """Streaming stores (``_vector.vstore_stream``): a contiguous row whose output is past the
 caches (half the last-level cache, ``_cpu.stream_min_bytes``) is written with non-temporal
-stores, its first and last elements outside whole aligned blocks by the portable loop. The
+stores, its first and last elements outside whole aligned blocks by the portable loop, and an
+in-place row of 32- or 64-bit floats that long with whole vectors (``vstore_whole``). The
 bits are the regular loops' (a NaN's payload aside, where two NaN operands meet: which one a
 product returns is the compiler's operand order, as docs/semantics.md says): a child process streams every row (``LEAKYOPS_STREAM_MIN_BYTES=1``,
 its own compile, no disk cache) and must give this process's results, on special values,
@@ -62,6 +63,9 @@ _CALLS = textwrap.dedent("""
                     out[f"leaky_relu {key} {s}"] = digest(buf)
                     leakyops.leaky_relu_backward(g[:n], x[1:n + 1], s, out=o)
                     out[f"leaky_relu_backward {key} {s}"] = digest(buf)
+                    o[:] = x[1:n + 1]
+                    leakyops.leaky_relu_(o, s)  # (whole vectors past the threshold)
+                    out[f"leaky_relu_ {key} {s}"] = digest(buf)
                 _core.copy(x[1:n + 1], o)
                 out[f"copy {key}"] = digest(buf)
                 wt = data(dtype, 3, n)
@@ -71,6 +75,9 @@ _CALLS = textwrap.dedent("""
         big = data(dtype, 1 << 18, 7)  # (threaded: on the team, each part streamed)
         gb = data(dtype, 1 << 18, 8)
         out[f"leaky_relu big {name}"] = digest(leakyops.leaky_relu(big, 0.2))
+        inplace = big.copy()
+        leakyops.leaky_relu_(inplace, 0.2)
+        out[f"leaky_relu_ big {name}"] = digest(inplace)
         out[f"leaky_relu_backward big {name}"] = digest(leakyops.leaky_relu_backward(gb, big, 0.2))
         out[f"prelu big {name}"] = digest(leakyops.prelu(big.reshape(4, 64, -1),
                                                          data(dtype, 64, 9)))
