@@ -336,7 +336,7 @@ def kernel_paths() -> dict[str, dict[str, str]]:
                 path += (f"; results of a thread's part of {stream:,} bytes or more written "
                          "with streaming stores (past the caches)")
             if (op == "leaky_relu_" and dt in ("float32", "float64") and not avx_blend()
-                    and cap() != "portable" and stream < 1 << 62):
+                    and stream < 1 << 62):
                 path += (f"; a thread's part of {stream:,} bytes or more stored in whole vectors "
                          "(not masked stores)")
             paths[op][dt] = path + (f"; threads from {threads_from[op][dt]:,} elements "
