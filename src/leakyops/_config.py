@@ -15,6 +15,9 @@
     Bytes of output from which a contiguous row (a thread's part of a call) is written with
     streaming stores, past the caches (default: half the last-level cache; never where its
     size is unknown).
+``LEAKYOPS_TORCH_HUGE_PAGES``
+    ``0``: ``leakyops.torch`` does not advise its fresh outputs of 4 MiB or more to transparent
+    huge pages (default: it does, on Linux where they are enabled, as NumPy does its arrays).
 ``LEAKYOPS_TORCH_THREADS``
     Where ``leakyops.torch``'s threaded calls run: ``openmp`` (default), on PyTorch's own
     OpenMP threads where PyTorch runs its operators on OpenMP (else as ``team``); ``team``, on
@@ -99,6 +102,9 @@ def torch_threads() -> str:
     Bytes of output from which a contiguous row (a thread's part of a call) is written with
     streaming stores, past the caches (default: half the last-level cache; never where its
     size is unknown).
+``LEAKYOPS_TORCH_HUGE_PAGES``
+    ``0``: ``leakyops.torch`` does not advise its fresh outputs of 4 MiB or more to transparent
+    huge pages (default: it does, on Linux where they are enabled, as NumPy does its arrays).
 ``LEAKYOPS_TORCH_THREADS``: ``"openmp"`` (the default) or ``"team"``; another value is
     the default, with a warning naming it (:func:`warn_setting`)."""
     raw = os.environ.get("LEAKYOPS_TORCH_THREADS", "").strip()
