@@ -98,15 +98,8 @@ DEFAULT_THREADS = _env_int("LEAKYOPS_NUM_THREADS", os.cpu_count() or 1)
 
 
 def torch_threads() -> str:
-    """``LEAKYOPS_STREAM_MIN_BYTES``
-    Bytes of output from which a contiguous row (a thread's part of a call) is written with
-    streaming stores, past the caches (default: half the last-level cache; never where its
-    size is unknown).
-``LEAKYOPS_TORCH_HUGE_PAGES``
-    ``0``: ``leakyops.torch`` does not advise its fresh outputs of 4 MiB or more to transparent
-    huge pages (default: it does, on Linux where they are enabled, as NumPy does its arrays).
-``LEAKYOPS_TORCH_THREADS``: ``"openmp"`` (the default) or ``"team"``; another value is
-    the default, with a warning naming it (:func:`warn_setting`)."""
+    """``LEAKYOPS_TORCH_THREADS``: ``"openmp"`` (the default) or ``"team"`` (see the module's
+    docstring); another value is the default, with a warning naming it (:func:`warn_setting`)."""
     raw = os.environ.get("LEAKYOPS_TORCH_THREADS", "").strip()
     if raw.lower() in ("", "openmp", "team"):
         return raw.lower() or "openmp"
