@@ -108,7 +108,8 @@ def test_float32_prelu_rows_take_masked_vectors_where_the_target_has_avx512(env,
 def test_float32_prelu_rows_give_the_same_bits_without_the_masked_vectors():
     """The row-length test of test_spec.py with the masked vectors capped off (the portable
     loop), in a child process."""
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    # (-n 0: the child pytest runs in its own process, without workers of its own)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
                         str(_ROOT / "tests" / "core" / "test_spec.py"), "-k", "every_length"],
                        env={**os.environ, "LEAKYOPS_MAX_CPU_ISA": "f16c"}, cwd=_ROOT,
                        capture_output=True, text=True, timeout=900)
@@ -158,8 +159,9 @@ def test_the_portable_path_passes_the_float16_tests_against_pytorch():
     pytest.importorskip("torch")
     env = {k: v for k, v in os.environ.items() if k != "LEAKYOPS_SOFT_HALF"}
     env["LEAKYOPS_MAX_CPU_ISA"] = "portable"
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
-                        str(_ROOT / "tests" / "core" / "test_vs_torch.py"), "-k",
+    # (-n 0: the child pytest runs in its own process, without workers of its own)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+                        "-x", str(_ROOT / "tests" / "core" / "test_vs_torch.py"), "-k",
                         "f16 and (0.01 or -0.37 or inf or prelu or mixed)"],
                        cwd=_ROOT, env=env, capture_output=True, text=True, timeout=1800)
     tail = "\n".join(r.stdout.splitlines()[-15:])

@@ -41,8 +41,9 @@ def test_oracle_suite_under_cap(oracle, cap):
                     "(the native run covers it)")
     env = dict(os.environ, ONEDNN_MAX_CPU_ISA=cap)
     env.pop("LEAKYOPS_ONEDNN_ISA", None)
+    # (-n 0: the child pytest runs in its own process, without workers of its own)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "-x",
          str(_HERE / "test_oracle.py"), str(_HERE / "test_oracle_graph.py"),
          "-k", "not follows_the_librarys_cap"],
         cwd=_ROOT, env=env, capture_output=True, text=True, timeout=1800)
