@@ -29,7 +29,7 @@ from numba.extending import intrinsic, overload, register_model
 
 __all__ = ["Vec", "LANES", "vload", "vstore", "vsplat", "vlane", "vadd_lane", "vset_lane",
            "vhalf", "vconvert", "vbitcast", "vshift", "vselect", "vabs", "viota", "vload_first", "vstore_first",
-           "vstore_stream", "vstore_whole", "store_fence", "STREAM_ALIGN"]
+           "vstore_stream", "vstore_whole", "store_fence", "vmuladd", "STREAM_ALIGN"]
 
 #: The lanes of every fixed-order sum (element k of a row goes to lane k % LANES).
 LANES = 16
@@ -418,6 +418,24 @@ def _vbinary(typingctx, a, b, op):
         return getattr(builder, name)(x, y)
 
     return vec(a, b, op), codegen
+
+
+@intrinsic
+def vmuladd(typingctx, a, b, c):
+    """``a * b + c`` lane by lane, of three float ``Vec`` of one type, as LLVM's ``fmuladd``:
+    one FMA where the target has one, else a multiply and an add. The two round alike only
+    where the product is exact (float32 values widened to float64): use it there only."""
+    if not (isinstance(a, Vec) and isinstance(a.dtype, types.Float) and a == b == c):
+        return None
+
+    def codegen(context, builder, sig, args):
+        vty = args[0].type
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vty, [vty] * 3),
+            f"llvm.fmuladd.v{vty.count}f{a.dtype.bitwidth}")
+        return builder.call(fn, list(args))
+
+    return a(a, b, c), codegen
 
 
 _FCMP = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
