@@ -888,8 +888,9 @@ def _rows_into_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps):
     """Write ``gi`` over rows i0:i1 of channel j of C-contiguous 3-D views, add their terms
     into channel j's compensated lanes (``sums``, ``comps``) and return them, element k of each
     row into lane k % LANES (a row's last elements fill a part of one vector; the other lanes
-    are left as they were). float32 data's terms, exact in float64 (``_term_of``), add plainly
-    into an accumulator in registers, added compensated into the lanes at the end and every
+    are left as they were). float32 data's terms, exact in float64, add plainly (one fused
+    multiply-add a vector, ``_rows_lanes`` with ``fused``) into an accumulator in registers,
+    added compensated into the lanes at the end and every
     ``_BLOCK`` elements of a long row; the half kinds' terms, exact in float32 (inside its
     normal range), add plainly in float32 lanes for ``_F32_DEPTH`` vectors at a time, each
     such block then added into that float64 accumulator (``_rows_lanes`` with ``blocks32``);
