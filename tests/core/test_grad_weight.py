@@ -439,3 +439,34 @@ def test_grad_weight_float32_blocks_that_overflow_are_summed_again(channels):
         assert math.isfinite(exact)
         assert bits(gw[c:c + 1]).tobytes() == bits(_cast([exact], BF16)).tobytes(), (
             c, float(gw[c]), exact)
+
+
+# ---- float32's fused terms where a kept element's grad_output is not finite -----------------
+
+
+@pytest.mark.parametrize("channels", [4, 1], ids=["channels", "one_slope"])
+def test_float32_fused_terms_with_a_kept_inf_or_nan_are_summed_again(channels):
+    """float32's contiguous loop adds x' * g in one fused multiply-add, x' being +0 where x is
+    kept, so a kept element whose g is inf or NaN makes its term 0 * inf = NaN where the
+    operator's term is 0. Such a channel is summed again from the plain terms: its weight
+    gradient is the exact sum of the finite terms, correctly rounded. Rows of 300 (full
+    vectors and a tail): channel 0 a kept +inf g in a full vector, channel 1 a kept NaN g in
+    the tail, channel 2 a kept -inf g, channel 3 none (the fused sum as it is)."""
+    rng = np.random.default_rng(39)
+    x = rng.standard_normal((2, 4, 300)).astype(np.float32)
+    g = rng.standard_normal((2, 4, 300)).astype(np.float32)
+    for c, k, value in [(0, 17, np.inf), (1, 295, np.nan), (2, 160, -np.inf)]:
+        x[1, c, k], g[1, c, k] = 1.5, value
+    if channels == 1:  # (one slope for every element: the one-slope units)
+        x, g = np.ascontiguousarray(x[:, :1]), np.ascontiguousarray(g[:, :1])
+    w = np.full(channels, 0.25, np.float32)
+    gi, gw = leakyops.prelu_backward(g, x, w)
+    terms = reference.grad_weight_terms(g, x)
+    for c in range(channels):
+        exact = _fsum(np.ascontiguousarray(terms[:, c]).reshape(-1))
+        assert math.isfinite(exact)
+        assert bits(gw[c:c + 1]).tobytes() == bits(_cast([exact], F32)).tobytes(), (
+            c, float(gw[c]), exact)
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    expected = np.where(x64 > 0, g64, g64 * 0.25).astype(np.float32)
+    assert np.array_equal(gi, expected, equal_nan=True)  # (the NaN's payload: unspecified)
