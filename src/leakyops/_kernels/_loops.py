@@ -971,10 +971,11 @@ def _rows_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps, blocks32, fused):
     on AVX2 and AVX-512: the product of two float32 values is exact in float64, so fused or
     not it rounds once, as the add of ``_term_of``'s term does; a kept lane adds +-0 where
     that adds +0, which changes no sum's value; (4, 64, 391) on one thread: 19.4 -> 17.4 µs
-    under the AVX2 caps, 13.7-14.0 -> 13.2-13.4 on AVX-512). A kept lane whose g is inf or NaN makes that term NaN (0 * inf) where
-    ``_term_of``'s is 0: the channel's total is then not finite, and ``_exact_if_not_finite``
-    sums it again with ``_term_of``'s terms. ``blocks32`` True (a constant of the
-    caller's, as ``fused`` is, so the other branches compile away): the half kinds' terms formed in float32
+    under the AVX2 caps, 13.7-14.0 -> 13.2-13.4 on AVX-512). A kept lane whose g is inf or
+    NaN makes that term NaN (0 * inf) where ``_term_of``'s is 0: the channel's total is then
+    not finite, and ``_exact_if_not_finite`` sums it again with ``_term_of``'s terms.
+    ``blocks32`` True (a constant of the caller's, as ``fused`` is, so the other branches
+    compile away): the half kinds' terms formed in float32
     (``x * g``: exact inside float32's normal range; below it rounded to float32's
     subnormals, an error under 2**-150) and summed in float32 lanes, ``_F32_DEPTH`` vectors
     and a row's end at most, each block then widened into the float64 accumulator (4
@@ -1030,8 +1031,9 @@ def _rows_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps, blocks32, fused):
 
 
 def _exact_if_not_finite(g, x, gi, j, s, ge, total, tcomp):
-    """A channel's (total, comp) from float32 blocks (``_rows_lanes``), or, where the total is
-    not finite (a float32 term or block sum overflowed, or the data hold inf or NaN), the
+    """A channel's (total, comp) from float32 blocks or fused terms (``_rows_lanes``), or, where
+    the total is not finite (a float32 term or block sum overflowed, a kept element's g is
+    inf or NaN under the fused terms, or the data hold inf or NaN), the
     channel summed again over all its rows from float64 terms (``resum_exact``; ``gi`` written
     again with the same values), finite wherever their sum is. Other kinds: (total, tcomp) as
     they are (and ``resum_exact`` is not compiled for them)."""
