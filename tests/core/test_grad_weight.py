@@ -412,6 +412,17 @@ def test_grad_weight_bits_do_not_depend_on_the_vector_width(dtype_ids):
 # ---- the half types' float32 blocks beyond float32's range ---------------------------------
 
 
+def _assert_finite_sums_correctly_rounded(g, x, gw) -> None:
+    """Each channel c of (rows, channels, n) data: its terms' exact sum is finite, and
+    ``gw[c]`` is that sum rounded once to ``gw``'s dtype."""
+    terms = reference.grad_weight_terms(g, x)
+    for c in range(x.shape[1]):
+        exact = _fsum(np.ascontiguousarray(terms[:, c]).reshape(-1))
+        assert math.isfinite(exact)
+        assert bits(gw[c:c + 1]).tobytes() == bits(_cast([exact], gw.dtype)).tobytes(), (
+            c, float(gw[c]), exact)
+
+
 @pytest.mark.parametrize("channels", [3, 1], ids=["channels", "one_slope"])
 def test_grad_weight_float32_blocks_that_overflow_are_summed_again(channels):
     """bfloat16 terms beyond float32's range (products of two bfloat16 values up to 2**256)
@@ -432,13 +443,8 @@ def test_grad_weight_float32_blocks_that_overflow_are_summed_again(channels):
     if channels == 1:
         x, g = np.ascontiguousarray(x[:, 1:2]), np.ascontiguousarray(g[:, 1:2])
     w = _cast(np.full(channels, 0.25), BF16)
-    terms = reference.grad_weight_terms(g, x)
     _, gw = leakyops.prelu_backward(g, x, w)  # (the contiguous path: C-contiguous operands)
-    for c in range(channels):
-        exact = _fsum(np.ascontiguousarray(terms[:, c]).reshape(-1))
-        assert math.isfinite(exact)
-        assert bits(gw[c:c + 1]).tobytes() == bits(_cast([exact], BF16)).tobytes(), (
-            c, float(gw[c]), exact)
+    _assert_finite_sums_correctly_rounded(g, x, gw)
 
 
 # ---- float32's fused terms where a kept element's grad_output is not finite -----------------
@@ -461,12 +467,6 @@ def test_float32_fused_terms_with_a_kept_inf_or_nan_are_summed_again(channels):
         x, g = np.ascontiguousarray(x[:, :1]), np.ascontiguousarray(g[:, :1])
     w = np.full(channels, 0.25, np.float32)
     gi, gw = leakyops.prelu_backward(g, x, w)
-    terms = reference.grad_weight_terms(g, x)
-    for c in range(channels):
-        exact = _fsum(np.ascontiguousarray(terms[:, c]).reshape(-1))
-        assert math.isfinite(exact)
-        assert bits(gw[c:c + 1]).tobytes() == bits(_cast([exact], F32)).tobytes(), (
-            c, float(gw[c]), exact)
-    x64, g64 = x.astype(np.float64), g.astype(np.float64)
-    expected = np.where(x64 > 0, g64, g64 * 0.25).astype(np.float32)
+    _assert_finite_sums_correctly_rounded(g, x, gw)
+    expected, _ = reference.prelu_backward(g, x, w)
     assert np.array_equal(gi, expected, equal_nan=True)  # (the NaN's payload: unspecified)
