@@ -20,7 +20,7 @@ from refs import free_memory_gib
 N = 200_000_000  # 2e8 float16 elements: 400 MB in, 400 MB out
 
 SCRIPT = """
-import _thread, json, os, signal, threading, time
+import _thread, gc, json, os, signal, sys, threading, time
 import numpy as np, leakyops
 from refs import assert_same, random_values, ref_leaky_relu, ref_leaky_relu_backward, ref_prelu
 
@@ -28,6 +28,29 @@ from refs import assert_same, random_values, ref_leaky_relu, ref_leaky_relu_back
 # Python then installs no handler (interrupt_main does nothing, SIGINT is dropped): the test
 # is about the library, so it installs Python's handler itself
 signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# Python runs the signal's handler at the next bytecode, wherever it is: inside a weakref
+# callback or a __del__ run by the garbage collector, the KeyboardInterrupt is printed and
+# dropped ("Exception ignored in"). It happened in about 1 of 7 runs beside a busy core, in a
+# WeakValueDictionary's callback (weakref.py: `remove`); leakyops has no weakrefs or
+# finalizers of its own. Such a drop is delivered again, as an application would, and
+# recorded with the callback's owner: the test fails if the owner is leakyops.
+lost = []
+def _redeliver(u):
+    if u.exc_type is None or not issubclass(u.exc_type, KeyboardInterrupt):
+        return sys.__unraisablehook__(u)
+    o = u.object
+    where = "%s.%s" % (getattr(o, "__module__", "?"), getattr(o, "__qualname__", type(o).__name__))
+    try:  # a WeakValueDictionary's callback: the modules and classes that hold the dictionary
+        d = o.__defaults__[0]()
+        holders = [r for r in gc.get_referrers(d) if isinstance(r, dict)]
+        where += " of " + ",".join(sorted({{str(h.get("__module__") or h.get("__name__")) for h in holders}}))
+    except Exception:
+        pass
+    lost.append(where)
+    # from another thread, a moment later: raised here, in the hook, it would be dropped again
+    threading.Timer(0.001, _thread.interrupt_main).start()
+sys.unraisablehook = _redeliver
 
 N = {n}
 rng = np.random.default_rng(0)
@@ -78,7 +101,7 @@ for i, delay in enumerate([0.0, 0.01, 0.03, 0.06, 0.1, 0.2, 0.3, 0.45]):
     ok_big = bool((out[1::7] == 3.0).all() and (out[0::7] == -1.0).all() and (out[2::7] == -1.0).all())
     rounds.append({{"kind": kind, "delay": delay, "raised": raised, "during_call": not state["returned"],
                    "big_ok": ok_big}})
-print(json.dumps({{"call_s": call_s, "rounds": rounds}}))
+print(json.dumps({{"call_s": call_s, "rounds": rounds, "lost": lost}}))
 """
 
 
@@ -93,9 +116,10 @@ def test_keyboard_interrupt_during_a_long_call_leaves_the_process_usable():
     report = json.loads(r.stdout.strip().splitlines()[-1])
     rounds = report["rounds"]
     assert len(rounds) == 8
-    # every interrupt was delivered (the message in full: a failure seen once, in a whole-suite
-    # run with NUMBA_CPU_NAME=generic, could not be reproduced; stderr may say where it went)
+    # every interrupt was delivered (the message in full: stderr may say where one went), and
+    # none was dropped inside leakyops (see _redeliver: a drop elsewhere is delivered again)
     assert all(rd["raised"] for rd in rounds), (json.dumps(rounds), r.stderr[-3000:])
+    assert not any("leakyops" in where for where in report["lost"]), report["lost"]
     assert all(rd["big_ok"] for rd in rounds), rounds          # and later calls are right
     # at least one interrupt hit while a 2e8-element kernel call was running
     assert any(rd["during_call"] for rd in rounds), report
