@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import leakyops
-from leakyops import _cpu
+from leakyops import _core, _cpu
 from refs import (BF16, assert_same, bits, ref_leaky_relu, ref_leaky_relu_backward, ref_prelu,
                   ref_prelu_backward)
 
@@ -99,32 +99,60 @@ def test_every_bfloat16_input_gives_the_reference_bits():
     assert all(word in p["bfloat16"] for p in _cpu.kernel_paths().values())
 
 
+def _grad_weight_cases() -> dict[str, np.ndarray]:
+    """prelu_backward on rows of every length around its loop's steps: the two-vector step of
+    the instruction's path (32 elements) and the one-vector step (16), the float32 blocks (128)
+    and the compensated blocks (2,048); finite bfloat16 data over a range of 2**60, signs
+    mixed. The channels' float64 sums before their rounding to bfloat16
+    (``_core.prelu_backward_parts``) show the order of the float32 additions in their last bits."""
+    rng = np.random.default_rng(40)
+    out = {}
+    for n in (16, 31, 32, 33, 48, 63, 64, 96, 127, 128, 129, 160, 2047, 2048, 2049, 2080, 4144):
+        x, g, w = ((rng.standard_normal(shape) * np.exp2(rng.integers(-30, 30, shape)))
+                   .astype(BF16) for shape in ((2, 3, n), (2, 3, n), 3))
+        gi, gw = leakyops.prelu_backward(g, x, w)
+        out[f"grad_input {n}"], out[f"grad_weight {n}"] = gi, gw
+        out[f"sums {n}"] = _core.prelu_backward_parts(g, x, w, 1)[1]
+    return out
+
+
 _CHILD = textwrap.dedent("""
     import json, sys
     sys.path[:0] = [{tests!r}, {here!r}]
     from leakyops import _cpu
     import test_bf16_paths as t
     print(json.dumps({{"hw": _cpu.bf16_convert(),
-                       "bits": {{k: t.bits(v).tobytes().hex() for k, v in t._cases().items()}}}}))
+                       "bits": {{case: {{k: t.bits(v).tobytes().hex() for k, v in f().items()}}
+                                for case, f in (("all inputs", t._cases),
+                                                ("grad_weight", t._grad_weight_cases))}}}}))
 """)
 
 
-@needs_hw
-def test_the_instruction_and_the_integer_rounding_give_the_same_bits():
-    """The same calls in a child capped below the instruction (``LEAKYOPS_MAX_CPU_ISA=f16c``:
-    the integer rounding): the same bits, NaN payloads included."""
+@pytest.fixture(scope="module")
+def capped_child() -> dict:
+    """Both sets of cases computed in one child capped below the instruction (it compiles its
+    kernels once: about 45 s)."""
     env = dict(os.environ, LEAKYOPS_MAX_CPU_ISA="f16c")
     here = os.path.dirname(os.path.abspath(__file__))
     code = _CHILD.format(tests=os.path.dirname(here), here=here)
     r = subprocess.run([sys.executable, "-c", code], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    child = json.loads(r.stdout)
-    assert child["hw"] is False
-    here = _cases()
-    assert here.keys() == child["bits"].keys()
+    return json.loads(r.stdout)
+
+
+@needs_hw
+@pytest.mark.parametrize("cases", [_cases, _grad_weight_cases], ids=["all inputs", "grad_weight"])
+def test_the_instruction_and_the_integer_rounding_give_the_same_bits(cases, capped_child):
+    """The same calls in a child capped below the instruction (``LEAKYOPS_MAX_CPU_ISA=f16c``:
+    the integer rounding, and prelu_backward's rows one vector a step): the same bits, NaN
+    payloads included."""
+    assert capped_child["hw"] is False
+    theirs = capped_child["bits"]["all inputs" if cases is _cases else "grad_weight"]
+    here = cases()
+    assert here.keys() == theirs.keys()
     for name, value in here.items():
-        assert bits(value).tobytes().hex() == child["bits"][name], name
+        assert bits(value).tobytes().hex() == theirs[name], name
 
 
 def _rounding_kernel():
