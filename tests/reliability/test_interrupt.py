@@ -31,10 +31,11 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Python runs the signal's handler at the next bytecode, wherever it is: inside a weakref
 # callback or a __del__ run by the garbage collector, the KeyboardInterrupt is printed and
-# dropped ("Exception ignored in"). It happened in about 1 of 7 runs beside a busy core, in a
-# WeakValueDictionary's callback (weakref.py: `remove`); leakyops has no weakrefs or
-# finalizers of its own. Such a drop is delivered again, as an application would, and
-# recorded with the callback's owner: the test fails if the owner is leakyops.
+# dropped ("Exception ignored in"). Seen in a WeakValueDictionary's callback (weakref.py:
+# `remove`) in 1 of 6 whole-suite runs with two workers and 1 of 7 runs of this test beside a
+# busy core (52 more such runs: none); leakyops has no weakrefs or finalizers of its own.
+# Such a drop is delivered again, as an application would, and recorded with the callback's
+# owner: the test fails if the owner is leakyops.
 lost = []
 def _redeliver(u):
     if u.exc_type is None or not issubclass(u.exc_type, KeyboardInterrupt):
