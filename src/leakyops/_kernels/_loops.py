@@ -966,6 +966,24 @@ def _rows_short(g, x, gi, i0, i1, j, s, ge, sums, comps):
     return _kahan_add(sums, comps, acc)
 
 
+def _grad_input_step(n):
+    """A function writing ``gi``'s ``n`` elements of row (i, j) from k on, returning the
+    loaded vectors (storage and widened: ``xs, gs, xv, gv``) for the terms."""
+    @njit(inline="always", **NJIT_OPTIONS)
+    def step(g, x, gi, i, j, k, s, ge):
+        xs = vload(x, (i, j, k), n)
+        gs = vload(g, (i, j, k), n)
+        xv = _load(xs, gi)
+        gv = _load(gs, gi)
+        vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
+        return xs, gs, xv, gv
+    return step
+
+
+_grad_input_vector = _grad_input_step(LANES)
+_grad_input_pair = _grad_input_step(BF_LANES)
+
+
 @njit(inline="always", **NJIT_OPTIONS)
 def _rows_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps, blocks32, fused, pairs=False):
     """The loop of ``_rows_into_lanes`` for exact terms. ``blocks32`` False: each vector's
@@ -999,37 +1017,24 @@ def _rows_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps, blocks32, fused, pairs=
     for i in range(i0, i1):
         k = 0
         s32 = zero
-        if pairs:  # (the same additions in the same order as the loop below)
-            while k + BF_LANES <= n2:
-                xs = vload(x, (i, j, k), BF_LANES)
-                gs = vload(g, (i, j, k), BF_LANES)
-                xv = _load(xs, gi)
-                gv = _load(gs, gi)
-                vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
+        while k + LANES <= n2:
+            if pairs and k + BF_LANES <= n2:  # (two vectors: the additions in the same order)
+                xs, gs, xv, gv = _grad_input_pair(g, x, gi, i, j, k, s, ge)
                 t = _select(_keep(xv, ge), np.float32(0.0), xv * gv)
                 s32 = s32 + vhalf(t, False)
                 s32 = s32 + vhalf(t, True)
                 k += BF_LANES
-                if k % (_F32_DEPTH * LANES) == 0:  # (a multiple of BF_LANES, as _BLOCK is)
-                    acc = acc + _to64(s32)
-                    s32 = zero
-                if k % _BLOCK == 0:
-                    sums, comps = _kahan_add(sums, comps, acc)
-                    acc = vsplat(-0.0, LANES)
-        while k + LANES <= n2:
-            xs = vload(x, (i, j, k), LANES)
-            gs = vload(g, (i, j, k), LANES)
-            xv = _load(xs, gi)
-            gv = _load(gs, gi)
-            vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
-            if blocks32:
-                s32 = s32 + _select(_keep(xv, ge), np.float32(0.0), xv * gv)
-            elif fused:
-                acc = vmuladd(_to64(_select(_keep(xv, ge), np.float32(0.0), xv)), _to64(gv), acc)
             else:
-                acc = acc + _term_of(xs, gs, xv, gv, ge)
-            k += LANES
-            if blocks32 and k % (_F32_DEPTH * LANES) == 0:  # (_BLOCK is a multiple)
+                xs, gs, xv, gv = _grad_input_vector(g, x, gi, i, j, k, s, ge)
+                if blocks32:
+                    s32 = s32 + _select(_keep(xv, ge), np.float32(0.0), xv * gv)
+                elif fused:
+                    acc = vmuladd(_to64(_select(_keep(xv, ge), np.float32(0.0), xv)), _to64(gv),
+                                  acc)
+                else:
+                    acc = acc + _term_of(xs, gs, xv, gv, ge)
+                k += LANES
+            if blocks32 and k % (_F32_DEPTH * LANES) == 0:  # (a multiple of BF_LANES, as _BLOCK)
                 acc = acc + _to64(s32)
                 s32 = zero
             if k % _BLOCK == 0:
