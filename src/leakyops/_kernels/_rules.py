@@ -18,7 +18,7 @@ from .._config import NJIT_OPTIONS
 from ._jit import AVX_BLEND as _AVX_BLEND
 from ._jit import BF16_CVT as _BF16_CVT
 from ._jit import SOFT_HALF as _SOFT_HALF
-from ._vector import (Vec, _is_mask, _operand, blend_avx, blends_avx, round_bf16_hw,
+from ._vector import (Vec, _is_mask, _operand, blend_avx, blends_avx, clear_avx, round_bf16_hw,
                       vbitcast, vconvert, vlane, vset_lane)
 
 
@@ -486,6 +486,26 @@ def _select(typingctx, cond, a, b):
         return builder.select(c, x, y)
 
     return rtype(cond, a, b), codegen
+
+
+@intrinsic
+def _cleared(typingctx, cond, v):
+    """``_select(cond, 0.0, v)`` for a float ``Vec`` ``v``: the lanes where ``cond`` holds set
+    to +0. Where AVX blends stand in for selects (``_AVX_BLEND``), an and-not of the bits with
+    the mask (``clear_avx``), cheaper than the blend; elsewhere the select (AVX-512: a
+    zeroing masked move)."""
+    if not (_is_mask(cond) and isinstance(v, Vec) and isinstance(v.dtype, types.Float)
+            and v.n == cond.n):
+        return None
+    andnot = _AVX_BLEND and blends_avx(v)
+
+    def codegen(context, builder, signature, args):
+        c, x = args
+        if andnot:
+            return clear_avx(context, builder, c, x)
+        return builder.select(c, ir.Constant(x.type, None), x)
+
+    return v(cond, v), codegen
 
 
 @intrinsic

@@ -502,30 +502,27 @@ def vselect(typingctx, cond, a, b):
     return vec(cond, a, b), codegen
 
 
-def blend_avx(context, builder, cond, a, b):
-    """``cond ? a : b`` lane by lane through AVX's ``vblendvps``/``vblendvpd`` intrinsics, 256
-    bits at a time (the vector's bits a multiple of 256). The same instruction LLVM emits for a
-    select on AVX2, but opaque to it: LLVM turns a full store of ``select(m, x loaded, y)`` into
-    masked stores (``vmaskmovps``), which are slow on AMD's Zen CPUs."""
-    vty = a.type
+def _by_256(builder, cond, vectors, combine):
+    """``combine`` applied 256 bits at a time: ``vectors`` (of one float type, its bits a
+    multiple of 256) and the mask of ``cond`` (all ones where true, as that type) cut into
+    256-bit chunks, ``combine(*chunks, mask chunk)`` for each, the results joined again."""
+    vty = vectors[0].type
     elt = vty.element
     width = 32 if isinstance(elt, ir.FloatType) else 64
     per = 256 // width
-    ity = ir.VectorType(ir.IntType(width), vty.count)
-    maskf = builder.bitcast(builder.sext(cond, ity), vty)  # all ones where true
+    maskf = builder.bitcast(builder.sext(cond, ir.VectorType(ir.IntType(width), vty.count)), vty)
     chunk = ir.VectorType(elt, per)
-    name = "llvm.x86.avx.blendv.ps.256" if width == 32 else "llvm.x86.avx.blendv.pd.256"
-    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(chunk, [chunk] * 3), name)
+    undef = ir.Constant(vty, ir.Undefined)
     parts = []
     for c in range(vty.count // per):
-        lanes = [ir.Constant(_I32, c * per + m) for m in range(per)]
-        pick = ir.Constant(ir.VectorType(_I32, per), lanes)
-        undef = ir.Constant(vty, ir.Undefined)
-        lo, hi, m = (builder.shuffle_vector(v, undef, pick) for v in (b, a, maskf))
+        pick = ir.Constant(ir.VectorType(_I32, per), [ir.Constant(_I32, c * per + m)
+                                                      for m in range(per)])
+        pieces = [builder.shuffle_vector(v, undef, pick) for v in (*vectors, maskf)]
         # an empty inline asm hides that the mask is a sign-extended bool: LLVM's x86 combiner
-        # would turn the blend back into a select (and the store of it into masked stores)
-        m = builder.asm(ir.FunctionType(chunk, [chunk]), "", "=x,0", [m], False)
-        parts.append(builder.call(fn, [lo, hi, m]))
+        # would turn a blend or an and with it back into a select (and the store of a select
+        # into masked stores)
+        m = builder.asm(ir.FunctionType(chunk, [chunk]), "", "=x,0", [pieces[-1]], False)
+        parts.append(combine(*pieces[:-1], m))
     while len(parts) > 1:  # reassemble, halves first
         joined = []
         for x, y in zip(parts[0::2], parts[1::2]):
@@ -534,6 +531,33 @@ def blend_avx(context, builder, cond, a, b):
             joined.append(builder.shuffle_vector(x, y, idx))
         parts = joined
     return parts[0]
+
+
+def blend_avx(context, builder, cond, a, b):
+    """``cond ? a : b`` lane by lane through AVX's ``vblendvps``/``vblendvpd`` intrinsics, 256
+    bits at a time (the vector's bits a multiple of 256). The same instruction LLVM emits for a
+    select on AVX2, but opaque to it: LLVM turns a full store of ``select(m, x loaded, y)`` into
+    masked stores (``vmaskmovps``), which are slow on AMD's Zen CPUs."""
+    width = 32 if isinstance(a.type.element, ir.FloatType) else 64
+    chunk = ir.VectorType(a.type.element, 256 // width)
+    name = "llvm.x86.avx.blendv.ps.256" if width == 32 else "llvm.x86.avx.blendv.pd.256"
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(chunk, [chunk] * 3), name)
+    return _by_256(builder, cond, (b, a), lambda lo, hi, m: builder.call(fn, [lo, hi, m]))
+
+
+def clear_avx(context, builder, cond, a):
+    """``cond ? +0 : a`` lane by lane as an and-not of ``a``'s bits with the mask, 256 bits
+    at a time (the vector's bits a multiple of 256): ``vandnps``, a logic instruction (Zen 5:
+    four a cycle, where ``vblendvps`` is two). The mask is hidden from LLVM as for
+    :func:`blend_avx`, or its combiner turns the and back into a select, a blend."""
+    width = 32 if isinstance(a.type.element, ir.FloatType) else 64
+    chunk = ir.VectorType(a.type.element, 256 // width)
+    ity = ir.VectorType(ir.IntType(width), 256 // width)
+
+    def cleared(v, m):
+        bits = builder.and_(builder.bitcast(v, ity), builder.not_(builder.bitcast(m, ity)))
+        return builder.bitcast(bits, chunk)
+    return _by_256(builder, cond, (a,), cleared)
 
 
 class _BFloat(ir.Type):
