@@ -475,6 +475,44 @@ def _ol_lanes_into(total, tcomp, sums, comps, x):
     return into
 
 
+#: Rows of at most this many elements add into the first lanes only, in vectors this wide.
+_SHORT_LANES = 8
+
+
+def _grad_input_step(n):
+    """A function writing ``gi``'s ``n`` elements of row (i, j) from k on, returning the
+    loaded vectors (storage and widened: ``xs, gs, xv, gv``) for the terms."""
+    @njit(inline="always", **NJIT_OPTIONS)
+    def step(g, x, gi, i, j, k, s, ge):
+        xs = vload(x, (i, j, k), n)
+        gs = vload(g, (i, j, k), n)
+        xv = _load(xs, gi)
+        gv = _load(gs, gi)
+        vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
+        return xs, gs, xv, gv
+    return step
+
+
+def _grad_input_first(n):
+    """``_grad_input_step(n)`` for only the first ``r`` (<= n) of the n elements: no memory
+    past them touched, the other lanes loaded as zero (+0 for every kind)."""
+    @njit(inline="always", **NJIT_OPTIONS)
+    def first(g, x, gi, i, j, k, r, s, ge):
+        xs = vload_first(x, (i, j, k), n, r)
+        gs = vload_first(g, (i, j, k), n, r)
+        xv = _load(xs, gi)
+        gv = _load(gs, gi)
+        vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi), r)
+        return xs, gs, xv, gv
+    return first
+
+
+_grad_input_vector = _grad_input_step(LANES)
+_grad_input_pair = _grad_input_step(BF_LANES)
+_grad_input_tail = _grad_input_first(LANES)
+_grad_input_short = _grad_input_first(_SHORT_LANES)
+
+
 @njit(inline="always", **NJIT_OPTIONS)
 def _row_sum_c(g, x, gi, i, j, k0, k1, s, ge):
     """Write ``gi`` over row (i, j) of C-contiguous 3-D views, elements k0:k1 (k0 a multiple
@@ -483,11 +521,7 @@ def _row_sum_c(g, x, gi, i, j, k0, k1, s, ge):
     comps = vsplat(0.0, LANES)
     k = k0
     while k + LANES <= k1:
-        xs = vload(x, (i, j, k), LANES)
-        gs = vload(g, (i, j, k), LANES)
-        xv = _load(xs, gi)
-        gv = _load(gs, gi)
-        vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
+        xs, gs, xv, gv = _grad_input_vector(g, x, gi, i, j, k, s, ge)
         sums, comps = _lanes_add(sums, comps, _term_of(xs, gs, xv, gv, ge), x)
         k += LANES
     for kk in range(k, k1):  # the tail: each term into its lane
@@ -937,9 +971,6 @@ def _rows_per_block(n2):
     return 1 if n2 >= 256 else max(1, _BLOCK // max(n2, LANES))
 
 
-#: Rows of at most this many elements add into the first lanes only, in vectors this wide.
-_SHORT_LANES = 8
-
 #: Vectors of float32 terms a float32 lane sums (``_rows_lanes``) before the block joins
 #: the float64 accumulator: at most 7 roundings of float32 per lane and block, an error below
 #: 2**-21 of the block's absolute sum.
@@ -954,34 +985,12 @@ def _rows_short(g, x, gi, i0, i1, j, s, ge, sums, comps):
     n2 = x.shape[2]
     short = vsplat(-0.0, _SHORT_LANES)  # (the identity: a sum of -0 terms stays -0)
     for i in range(i0, i1):
-        xt = vload_first(x, (i, j, 0), _SHORT_LANES, n2)
-        gt = vload_first(g, (i, j, 0), _SHORT_LANES, n2)
-        xtv = _load(xt, gi)
-        gtv = _load(gt, gi)
-        vstore_first(gi, (i, j, 0), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), n2)
+        xt, gt, xtv, gtv = _grad_input_short(g, x, gi, i, j, 0, n2, s, ge)
         short = vselect(viota(_SHORT_LANES) < n2, short + _term_of(xt, gt, xtv, gtv, ge), short)
     acc = vsplat(-0.0, LANES)
     for m in range(_SHORT_LANES):
         acc = vset_lane(acc, m, vlane(short, m))
     return _kahan_add(sums, comps, acc)
-
-
-def _grad_input_step(n):
-    """A function writing ``gi``'s ``n`` elements of row (i, j) from k on, returning the
-    loaded vectors (storage and widened: ``xs, gs, xv, gv``) for the terms."""
-    @njit(inline="always", **NJIT_OPTIONS)
-    def step(g, x, gi, i, j, k, s, ge):
-        xs = vload(x, (i, j, k), n)
-        gs = vload(g, (i, j, k), n)
-        xv = _load(xs, gi)
-        gv = _load(gs, gi)
-        vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
-        return xs, gs, xv, gv
-    return step
-
-
-_grad_input_vector = _grad_input_step(LANES)
-_grad_input_pair = _grad_input_step(BF_LANES)
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -1045,11 +1054,7 @@ def _rows_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps, blocks32, fused, pairs=
                 acc = vsplat(-0.0, LANES)
         r = n2 - k
         if r > 0:
-            xt = vload_first(x, (i, j, k), LANES, r)
-            gt = vload_first(g, (i, j, k), LANES, r)
-            xtv = _load(xt, gi)
-            gtv = _load(gt, gi)
-            vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), r)
+            xt, gt, xtv, gtv = _grad_input_tail(g, x, gi, i, j, k, r, s, ge)
             if blocks32:
                 t = _select(_keep(xtv, ge), np.float32(0.0), xtv * gtv)
                 s32 = s32 + vselect(viota(LANES) < r, t, zero)
@@ -1103,20 +1108,12 @@ def _rows_into_lanes_compensated(g, x, gi, i0, i1, j, s, ge, sums, comps):
     for i in range(i0, i1):
         k = 0
         while k + LANES <= n2:
-            xs = vload(x, (i, j, k), LANES)
-            gs = vload(g, (i, j, k), LANES)
-            xv = _load(xs, gi)
-            gv = _load(gs, gi)
-            vstore(gi, (i, j, k), _narrow(_lrelu_grad(gv, xv, s, ge), gi))
+            xs, gs, xv, gv = _grad_input_vector(g, x, gi, i, j, k, s, ge)
             sums, comps = _kahan_add(sums, comps, _term_of(xs, gs, xv, gv, ge))
             k += LANES
         r = n2 - k
         if r > 0:
-            xt = vload_first(x, (i, j, k), LANES, r)
-            gt = vload_first(g, (i, j, k), LANES, r)
-            xtv = _load(xt, gi)
-            gtv = _load(gt, gi)
-            vstore_first(gi, (i, j, k), _narrow(_lrelu_grad(gtv, xtv, s, ge), gi), r)
+            xt, gt, xtv, gtv = _grad_input_tail(g, x, gi, i, j, k, r, s, ge)
             s2, c2 = _kahan_add(sums, comps, _term_of(xt, gt, xtv, gtv, ge))
             live = viota(LANES) < r
             sums = vselect(live, s2, sums)
