@@ -1471,17 +1471,17 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
         gv, xv, giv = g.reshape(shape3), x.reshape(shape3), gi.reshape(shape3)
     # (the kernels return False, nothing written, where grad_input overlaps another array:
     # the general path then takes it)
-    if gi.size < _PRELU_BWD_SERIAL[dt]:  # (one thread: the entry point without a call)
-        ep = _ENTRY.get((_kernels.prelu_bwd_c_run, dt, (per_k, rule)))
-        if ep is not None:  # (half types given as they are: see _FAST_VIEW)
-            return (gi, gw) if ep(gv, xv, giv, weight, gw, per_k, rule) else None
-    else:  # (the team's threads, as _run_fast would take them)
-        threads = _threads.team_threads()
-        if threads > 1:
-            ran = _run_team(_kernels.prelu_bwd_c_run, (gv, xv, giv, weight, gw, per_k, rule),
-                            (per_k, rule), gi.nbytes * _WEIGHTS[_kernels.prelu_bwd_c_run][dt],
-                            threads)
-            return (gi, gw) if ran else None
+    # (the team's threads from _PRELU_BWD_SERIAL on, as _run_fast would take them; one
+    # thread, the work too small or one allowed: the entry point without a call)
+    threads = 1 if gi.size < _PRELU_BWD_SERIAL[dt] else _threads.team_threads()
+    if threads > 1:
+        ran = _run_team(_kernels.prelu_bwd_c_run, (gv, xv, giv, weight, gw, per_k, rule),
+                        (per_k, rule), gi.nbytes * _WEIGHTS[_kernels.prelu_bwd_c_run][dt],
+                        threads)
+        return (gi, gw) if ran else None
+    ep = _ENTRY.get((_kernels.prelu_bwd_c_run, dt, (per_k, rule)))
+    if ep is not None:  # (half types given as they are: see _FAST_VIEW)
+        return (gi, gw) if ep(gv, xv, giv, weight, gw, per_k, rule) else None
     return (gi, gw) if _prelu_backward_c(gv, xv, giv, weight, per_k, rule, gw) else None
 
 
