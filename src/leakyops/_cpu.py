@@ -277,7 +277,10 @@ def thread_weights() -> dict[str, dict[str, float]]:
     of every dtype on both tiers ((4, 64, L)) while the VM passed a cache line between its
     two CPUs in 50 ns, at 65,000 and more an hour later, when that took 400 ns (every
     threaded library slowed alike; the element-wise crossovers doubled): it starts its threads
-    from 16,384 elements, between the two.
+    from 16,384 elements, between the two. float32 without AVX-512 from 9,363 (weight 3.5):
+    its loop is slower there (the float64 terms' eight conversions per 16 elements), and under
+    the AVX2 caps two threads took (4, 64, 39) in 4.20-4.28 µs against one's 4.43-4.55, and
+    (4, 64, 32) in 3.87-3.97 against 3.63-3.74 (three runs each, 2026-11-29).
     """
     base = {"float16": 4.0, "bfloat16": 6.0, "float32": 1.0, "float64": 1.0}
     fwd, bwd, prelu = dict(base), dict(base), {**base, "bfloat16": 2.0}
@@ -288,7 +291,8 @@ def thread_weights() -> dict[str, dict[str, float]]:
     inplace = {**fwd, "float32": 0.36 if wide else 0.8, "float64": 0.58 if wide else 1.0}
     return {"leaky_relu": fwd, "leaky_relu_": inplace, "leaky_relu_backward": bwd,
             "prelu": prelu,
-            "prelu_backward": {"float16": 4.0, "bfloat16": 4.0, "float32": 2.0, "float64": 1.0}}
+            "prelu_backward": {"float16": 4.0, "bfloat16": 4.0, "float32": 2.0 if wide else 3.5,
+                               "float64": 1.0}}
 
 
 _ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
