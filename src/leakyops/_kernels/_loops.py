@@ -1005,9 +1005,9 @@ def _rows_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps, blocks32, fused, pairs=
     and-not, not a blend), and a row's last partial vector adds the terms of all its lanes:
     the lanes past the row's end load as +0 and add +0 (the sums start at +0, so no bit
     changes; the kernel under the AVX2 caps, (4, 64, 39) 3.34-3.40 -> 3.14-3.21 µs). A kept
-    lane whose g is inf or
-    NaN makes that term NaN (0 * inf) where ``_term_of``'s is 0: the channel's total is then
-    not finite, and ``_exact_if_not_finite`` sums it again with ``_term_of``'s terms.
+    lane whose g is inf or NaN makes that term NaN (0 * inf) where ``_term_of``'s is 0: the
+    channel's total is then not finite, and ``_exact_if_not_finite`` sums it again with
+    ``_term_of``'s terms.
     ``blocks32`` True (a constant of the caller's, as ``fused`` is, so the other branches
     compile away): the half kinds' terms formed in float32
     (``x * g``: exact inside float32's normal range; below it rounded to float32's
