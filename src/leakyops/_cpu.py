@@ -280,7 +280,7 @@ def thread_weights() -> dict[str, dict[str, float]]:
     from 16,384 elements, between the two. float32 without AVX-512 from 9,363 (weight 3.5):
     its loop is slower there (the float64 terms' eight conversions per 16 elements), and under
     the AVX2 caps two threads took (4, 64, 39) in 4.20-4.36 µs against one's 4.43-4.89, and
-    (4, 64, 32) in 3.87-4.04 against 3.63-3.92 (2026-11-29; docs/benchmarks.md, stop 41).
+    (4, 64, 32) in 3.87-4.04 against 3.63-3.93 (2026-11-29; docs/benchmarks.md, stop 41).
     """
     base = {"float16": 4.0, "bfloat16": 6.0, "float32": 1.0, "float64": 1.0}
     fwd, bwd, prelu = dict(base), dict(base), {**base, "bfloat16": 2.0}
