@@ -674,13 +674,16 @@ for _fn, _op in ((_kernels.lrelu_fwd_row, "leaky_relu"), (_kernels.lrelu_fwd_row
                           if _FAST_VIEW[dt] is not None})
 
 #: prelu's rows (slope per row) shorter than this many elements run as channels last over the
-#: slopes laid out per element (``prelu_fwd_short_run``): a half type's row costs one vector
-#: with a masked (AVX-512) or element-by-element (AVX2) tail. Kernel on one thread, (4, 64, L),
-#: AMD Zen 5: bfloat16 with AVX512-BF16, L = 4 / 16 / 31 / 39 / 48 / 56 / 64 1.24 / 1.20 /
-#: 2.49 / 1.22 / 1.22 / 1.19 / 0.88 -> 0.45 / 0.61 / 0.91 / 1.02 / 1.03 / 1.14 / 1.29 µs;
-#: float16 on AVX-512 L = 4 / 16 / 31 / 39 0.88 / 0.84 / 1.89 / 0.89 -> 0.46 / 0.64 / 0.92 /
-#: 1.05; float16 on AVX2 (F16C) L = 4 / 31 / 39 / 64 0.77 / 2.0 / 3.16 / 2.07 -> 0.47 / 1.21 /
-#: 1.42 / 1.90; bfloat16 on AVX2, float32 and float64 gained nowhere or lost.
+#: slopes laid out per element (``prelu_fwd_short_run``): a half type's rows of at least 32
+#: elements run as one stretch of vectors (``_kernels._loops._slope_run``), a shorter row would
+#: cost one vector with a masked (AVX-512) or element-by-element (AVX2) tail. Kernel on one
+#: thread, (4, 64, L), AMD Zen 5, rows against channels last: bfloat16 with AVX512-BF16,
+#: L = 16 / 31 / 32 / 39 / 48 / 56 / 64 1.08 / 2.26 / 0.47 / 0.66 / 0.69 / 0.80 / 0.80 against
+#: 0.52 / 0.78 / 0.73 / 0.89 / 0.93 / 1.03 / 1.12 µs; float16 on AVX-512 0.77 / 1.76 / 0.51 /
+#: 0.69 / 0.72 / 0.86 / 0.79 against 0.65 / 0.89 / 0.85 / 1.00 / 1.06 / 1.20 / 1.28; float16
+#: on AVX2 (F16C) 0.80 / 1.84 / 0.79 / 1.10 / 1.19 / 1.39 / 1.44 against 0.67 / 1.20 / 1.15 /
+#: 1.39 / 1.55 / 1.76 / 1.90; bfloat16 on AVX2, float32 and float64 gained nowhere or lost
+#: (stop 40's measurements, before the runs).
 _limits = _cpu.prelu_short_rows()  # (one call: it reads the CPU's features and the caps)
 _SHORT_ROW = {dt: _limits[dt.name] for dt in SUPPORTED_DTYPES}
 #: The largest slope pattern (elements) ``prelu_fwd_short_run`` lays out.

@@ -243,11 +243,12 @@ def stream_min_bytes() -> int:
 
 def prelu_short_rows() -> dict[str, int]:
     """Per dtype, the row length (slope per row) under which prelu runs as channels last over
-    the slopes laid out per element, not row by row: a half type's row costs a vector with a
-    masked (AVX-512) or element-by-element (AVX2) tail; 0: never (measurements at
-    ``leakyops._core._SHORT_ROW``)."""
-    return {"float16": 32 if masked_vectors() else 0 if soft_half() else 64,
-            "bfloat16": 56 if bf16_convert() else 0, "float32": 0, "float64": 0}
+    the slopes laid out per element, not in rows: a half type's explicit vectors (32 lanes)
+    run rows at least that long as one stretch, a vector across two rows taking each row's
+    slope, and a shorter row would cost a vector with a masked (AVX-512) or element-by-element
+    (AVX2) tail; 0: never (measurements at ``leakyops._core._SHORT_ROW``)."""
+    return {"float16": 0 if soft_half() else 32, "bfloat16": 32 if bf16_convert() else 0,
+            "float32": 0, "float64": 0}
 
 
 _OPERATORS = ("leaky_relu", "leaky_relu_", "leaky_relu_backward", "prelu", "prelu_backward")
@@ -332,8 +333,9 @@ def kernel_paths() -> dict[str, dict[str, str]]:
                 path = ("rows under 512 elements in explicit vectors of 16 lanes, the last one "
                         "masked (AVX-512), longer ones a loop vectorised by LLVM, float32")
             if op == "prelu" and short[dt]:
-                path += (f"; rows under {short[dt]} elements (a slope per row) as channels last, "
-                         "over the slopes laid out per element")
+                path += (f"; rows of {short[dt]} elements or more (a slope per row) in runs of "
+                         "vectors across the rows, shorter ones as channels last, over the "
+                         "slopes laid out per element")
             if op == "prelu_backward":
                 path += "; grad_weight in 16 float64 lanes (explicit vectors, written-out order)"
             if op in ("leaky_relu", "leaky_relu_backward", "prelu") and stream < 1 << 62:

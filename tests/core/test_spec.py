@@ -708,6 +708,33 @@ def test_prelus_short_rows_give_the_same_bits_on_every_path(dtype, threaded, mon
 
 
 @dtypes
+@pytest.mark.parametrize("threaded", [False, True], ids=["serial", "threaded"])
+def test_prelus_rows_run_across_their_ends_with_each_rows_slope(dtype, threaded, monkeypatch):
+    """A half type's rows of 32 elements or more run as one stretch of vectors, a vector
+    across two rows taking each row's slope: the reference's bits for row lengths around the
+    vectors' width and its multiples, every channel's slope different (special slopes among
+    them), the element at each row's start and end special; one thread, or the outer axis
+    split among the threads (6 outer rows) or the channels (3), into a new array or ``out=``."""
+    if threaded:
+        monkeypatch.setattr(_core, "PARALLEL_MIN_BYTES", 1)
+    rng = np.random.default_rng(44)
+    special = special_values(dtype)
+    slopes = np.concatenate([special, rng.uniform(-2, 2, 13).astype(dtype)])
+    for outer in (6, 3):
+        for inner in (32, 33, 47, 63, 64, 65, 95, 96, 97, 391):
+            c = 5 + inner % 3
+            x = random_values(rng, (outer, c, inner), dtype)
+            x[:, :, 0] = special[rng.integers(0, len(special), (outer, c))]
+            x[:, :, -1] = -x[:, :, 0]
+            w = rng.permutation(slopes)[:c]
+            want = ref_prelu(x, w.reshape(1, c, 1))
+            assert_same(leakyops.prelu(x, w), want)
+            out = np.full_like(x, 7)
+            assert leakyops.prelu(x, w, out=out) is out
+            assert_same(out, want)
+
+
+@dtypes
 def test_a_one_element_weight_takes_leaky_relus_loop_with_the_weights_bits(dtype):
     """PReLU(1)'s weight (one element, 1-D) on a contiguous x runs leaky_relu's loop with the
     weight's value as the slope: the reference's bits for every special weight (NaN, ±inf,

@@ -695,12 +695,12 @@ def prelu_fwd_c(x, out, w, per_k, ge, axis, lo, hi):
     if not per_k and (i1 - i0) * (j1 - j0) * x.shape[2] * out.itemsize >= _STREAM_MIN_BYTES:
         if _slope_rows_streamed(x, out, w, i0, i1, j0, j1, ge):  # (a part past the caches)
             return
-    for i in range(i0, i1):
-        for j in range(j0, j1):
-            if per_k:
+    if per_k:
+        for i in range(i0, i1):
+            for j in range(j0, j1):
                 _prelu_row3(x, out, w, i, j, ge)
-            else:
-                _slope_row3(x, out, i, j, _load(w[j], out), ge)
+    else:
+        _slope_rows3(x, out, w, i0, i1, j0, j1, ge)
 
 
 def _slope_rows_streamed(x, out, w, i0, i1, j0, j1, ge):
@@ -721,6 +721,88 @@ def _ol_slope_rows_streamed(x, out, w, i0, i1, j0, j1, ge):
         store_fence()
         return True
     return impl
+
+
+def _slope_rows3(x, out, w, i0, i1, j0, j1, ge):
+    """Rows i0:i1 x j0:j1 of C-contiguous 3-D views, row (i, j)'s slope ``w[j]``: a half type
+    with explicit vectors (``_half_vectors``) in rows of at least ``BF_LANES`` in runs of
+    vectors across the rows (``_slope_run``; one run where j0:j1 is every row of an i), else
+    row by row (``_slope_row3``). (float32 measured no faster in runs: its rows end in one
+    masked vector, or in LLVM's loop from ``_LONG_ROW``, which was faster on long rows.)"""
+
+
+@overload(_slope_rows3, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_slope_rows3(x, out, w, i0, i1, j0, j1, ge):
+    if not _half_vectors(ge, out, x):
+        return lambda x, out, w, i0, i1, j0, j1, ge: _slope_by_row(x, out, w, i0, i1, j0, j1, ge)
+
+    def runs(x, out, w, i0, i1, j0, j1, ge):
+        if x.shape[2] < BF_LANES:
+            _slope_by_row(x, out, w, i0, i1, j0, j1, ge)
+        elif j0 == 0 and j1 == x.shape[1]:  # (rows i0:i1 one stretch of memory)
+            _slope_run(x, out, w, i0, (i1 - i0) * j1, ge, 0)
+        else:
+            for i in range(i0, i1):
+                _slope_run(x, out, w, i, j1 - j0, ge, j0)
+    return runs
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _slope_by_row(x, out, w, i0, i1, j0, j1, ge):
+    """``_slope_rows3`` row by row."""
+    for i in range(i0, i1):
+        for j in range(j0, j1):
+            _slope_row3(x, out, i, j, _load(w[j], out), ge)
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _slope_run(x, out, w, i, rows, ge, j0):
+    """prelu with a slope per row over ``rows`` rows of C-contiguous 3-D views from (i, j0)
+    on, as one stretch of memory in vectors of ``BF_LANES`` elements (rows at least that long):
+    a row's last elements and the next row's first share a vector, whose lanes take their
+    row's slope (a select of the two), so no row ends in a masked or element-by-element tail;
+    only the run's last elements do. Each element's result is the one ``_slope_row3`` gives.
+    (Vectors address the run from (i, j0, 0) on, past the row's end: the views are
+    C-contiguous, and ``vload``/``vstore`` compute the address without a bounds check.)"""
+    if rows <= 0:
+        return
+    n, c = x.shape[2], x.shape[1]
+    end = rows * n
+    j = j0
+    s = _load(w[j], out)
+    row_end = n
+    p = 0
+    while True:
+        while p + 2 * BF_LANES <= row_end:
+            a = _lrelu(_load(vload(x, (i, j0, p), BF_LANES), out), s, ge)
+            b = _lrelu(_load(vload(x, (i, j0, p + BF_LANES), BF_LANES), out), s, ge)
+            vstore(out, (i, j0, p), _narrow(a, out))
+            vstore(out, (i, j0, p + BF_LANES), _narrow(b, out))
+            p += 2 * BF_LANES
+        if p + BF_LANES <= row_end:
+            a = _lrelu(_load(vload(x, (i, j0, p), BF_LANES), out), s, ge)
+            vstore(out, (i, j0, p), _narrow(a, out))
+            p += BF_LANES
+        if row_end == end:
+            break
+        j = j + 1 if j + 1 < c else 0
+        s2 = _load(w[j], out)
+        if p < row_end:  # (a vector across the boundary: its first lanes the row before's)
+            sv = vselect(viota(BF_LANES) < row_end - p, vsplat(s, BF_LANES), vsplat(s2, BF_LANES))
+            a = _lrelu(_load(vload(x, (i, j0, p), BF_LANES), out), sv, ge)
+            vstore(out, (i, j0, p), _narrow(a, out))
+            p += BF_LANES
+        s = s2
+        row_end += n
+    if p < end:  # (the last row's last elements: row (i + (j0 + rows - 1) // c, j))
+        ii, k = i + (j0 + rows - 1) // c, p - (end - n)
+        if _AVX_BLEND:  # (as in _fwd_row3)
+            for kk in range(k, n):
+                out[ii, j, kk] = _narrow(_lrelu(_load(x[ii, j, kk], out), s, ge), out)
+        else:
+            m = n - k
+            v = _lrelu(_load(vload_first(x, (ii, j, k), BF_LANES, m), out), s, ge)
+            vstore_first(out, (ii, j, k), _narrow(v, out), m)
 
 
 def _slope_row3(x, out, i, j, s, ge):
