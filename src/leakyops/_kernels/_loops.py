@@ -1097,7 +1097,10 @@ def _rows_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps, blocks32, fused, pairs=
     and a row's end at most, each block then widened into the float64 accumulator (4
     conversions per 128 elements instead of 4 per 16); a product or block sum beyond
     float32's range leaves its channel non-finite, and ``_exact_if_not_finite`` then sums
-    that channel again with ``blocks32`` False. Either way the accumulator is added
+    that channel again with ``blocks32`` False. The kept lanes' terms are ``_cleared`` here
+    too, and a row's last vector adds all its lanes, as the fused loop does (the same bits;
+    under the AVX2 caps 6 blends fewer, 4 and-nots more, and the kernel's time the same
+    within 2 %). Either way the accumulator is added
     compensated into the lanes every ``_BLOCK`` elements and at the end. ``pairs`` (bfloat16
     with AVX512-BF16, ``_bf16_vectors``): the full vectors two at a time, their grad_input
     rounded by one ``vcvtne2ps2bf16`` and written by one 512-bit store, their terms added
@@ -1115,14 +1118,14 @@ def _rows_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps, blocks32, fused, pairs=
         while k + LANES <= n2:
             if pairs and k + BF_LANES <= n2:  # (two vectors: the additions in the same order)
                 xs, gs, xv, gv = _grad_input_pair(g, x, gi, i, j, k, s, ge)
-                t = _select(_keep(xv, ge), np.float32(0.0), xv * gv)
+                t = _cleared(_keep(xv, ge), xv * gv)
                 s32 = s32 + vhalf(t, False)
                 s32 = s32 + vhalf(t, True)
                 k += BF_LANES
             else:
                 xs, gs, xv, gv = _grad_input_vector(g, x, gi, i, j, k, s, ge)
                 if blocks32:
-                    s32 = s32 + _select(_keep(xv, ge), np.float32(0.0), xv * gv)
+                    s32 = s32 + _cleared(_keep(xv, ge), xv * gv)
                 elif fused:
                     acc = vmuladd(_to64(_cleared(_keep(xv, ge), xv)), _to64(gv), acc)
                 else:
@@ -1138,8 +1141,7 @@ def _rows_lanes(g, x, gi, i0, i1, j, s, ge, sums, comps, blocks32, fused, pairs=
         if r > 0:
             xt, gt, xtv, gtv = _grad_input_tail(g, x, gi, i, j, k, r, s, ge)
             if blocks32:
-                t = _select(_keep(xtv, ge), np.float32(0.0), xtv * gtv)
-                s32 = s32 + vselect(viota(LANES) < r, t, zero)
+                s32 = s32 + _cleared(_keep(xtv, ge), xtv * gtv)  # (lanes past r: +0, as fused)
             elif fused:  # (the lanes past r loaded as +0: their terms add +0)
                 xk = _to64(_cleared(_keep(xtv, ge), xtv))
                 acc = vmuladd(xk, _to64(gtv), acc)
