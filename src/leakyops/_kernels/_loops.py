@@ -178,17 +178,31 @@ def _fwd_row3(x, out, i, j, sc, ge):
     """Row (i, j) of C-contiguous 3-D views, forward with the slope ``sc``, in explicit
     vectors of ``BF_LANES``, the last elements in one masked vector."""
     n = x.shape[2]
-    k = 0
-    while k + 2 * BF_LANES <= n:  # (two a step: the loop's own instructions count here)
+    _fwd_tail3(x, out, i, j, _fwd_span3(x, out, i, j, 0, n, sc, ge), n, sc, ge)
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _fwd_span3(x, out, i, j, k, end, sc, ge):
+    """The whole vectors of ``BF_LANES`` of elements k:end from (i, j, k) on (which may run
+    past the row's end: the views are C-contiguous), forward with the slope ``sc``; returns
+    where they stop."""
+    while k + 2 * BF_LANES <= end:  # (two a step: the loop's own instructions count here)
         a = _lrelu(_load(vload(x, (i, j, k), BF_LANES), out), sc, ge)
         b = _lrelu(_load(vload(x, (i, j, k + BF_LANES), BF_LANES), out), sc, ge)
         vstore(out, (i, j, k), _narrow(a, out))
         vstore(out, (i, j, k + BF_LANES), _narrow(b, out))
         k += 2 * BF_LANES
-    if k + BF_LANES <= n:
+    if k + BF_LANES <= end:
         a = _lrelu(_load(vload(x, (i, j, k), BF_LANES), out), sc, ge)
         vstore(out, (i, j, k), _narrow(a, out))
         k += BF_LANES
+    return k
+
+
+@njit(inline="always", **NJIT_OPTIONS)
+def _fwd_tail3(x, out, i, j, k, n, sc, ge):
+    """Elements k:n (fewer than ``BF_LANES``) of row (i, j), forward with the slope ``sc``: one
+    masked vector, or element by element."""
     if k < n:
         if _AVX_BLEND:  # (AVX2 has no masked 16-bit loads: LLVM would emulate them lane by lane)
             for kk in range(k, n):
@@ -773,16 +787,7 @@ def _slope_run(x, out, w, i, rows, ge, j0):
     row_end = n
     p = 0
     while True:
-        while p + 2 * BF_LANES <= row_end:
-            a = _lrelu(_load(vload(x, (i, j0, p), BF_LANES), out), s, ge)
-            b = _lrelu(_load(vload(x, (i, j0, p + BF_LANES), BF_LANES), out), s, ge)
-            vstore(out, (i, j0, p), _narrow(a, out))
-            vstore(out, (i, j0, p + BF_LANES), _narrow(b, out))
-            p += 2 * BF_LANES
-        if p + BF_LANES <= row_end:
-            a = _lrelu(_load(vload(x, (i, j0, p), BF_LANES), out), s, ge)
-            vstore(out, (i, j0, p), _narrow(a, out))
-            p += BF_LANES
+        p = _fwd_span3(x, out, i, j0, p, row_end, s, ge)
         if row_end == end:
             break
         j = j + 1 if j + 1 < c else 0
@@ -794,15 +799,8 @@ def _slope_run(x, out, w, i, rows, ge, j0):
             p += BF_LANES
         s = s2
         row_end += n
-    if p < end:  # (the last row's last elements: row (i + (j0 + rows - 1) // c, j))
-        ii, k = i + (j0 + rows - 1) // c, p - (end - n)
-        if _AVX_BLEND:  # (as in _fwd_row3)
-            for kk in range(k, n):
-                out[ii, j, kk] = _narrow(_lrelu(_load(x[ii, j, kk], out), s, ge), out)
-        else:
-            m = n - k
-            v = _lrelu(_load(vload_first(x, (ii, j, k), BF_LANES, m), out), s, ge)
-            vstore_first(out, (ii, j, k), _narrow(v, out), m)
+    # (the last row's last elements: row (i + (j0 + rows - 1) // c, j))
+    _fwd_tail3(x, out, i + (j0 + rows - 1) // c, j, p - (end - n), n, s, ge)
 
 
 def _slope_row3(x, out, i, j, s, ge):
