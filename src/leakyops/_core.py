@@ -682,8 +682,8 @@ for _fn, _op in ((_kernels.lrelu_fwd_row, "leaky_relu"), (_kernels.lrelu_fwd_row
 #: 0.52 / 0.78 / 0.73 / 0.89 / 0.93 / 1.03 / 1.12 µs; float16 on AVX-512 0.77 / 1.76 / 0.51 /
 #: 0.69 / 0.72 / 0.86 / 0.79 against 0.65 / 0.89 / 0.85 / 1.00 / 1.06 / 1.20 / 1.28; float16
 #: on AVX2 (F16C) 0.80 / 1.84 / 0.79 / 1.10 / 1.19 / 1.39 / 1.44 against 0.67 / 1.20 / 1.15 /
-#: 1.39 / 1.55 / 1.76 / 1.90; bfloat16 on AVX2, float32 and float64 gained nowhere or lost
-#: (stop 40's measurements, before the runs).
+#: 1.39 / 1.55 / 1.76 / 1.90. bfloat16 on AVX2, float32 and float64 gained nowhere from the
+#: channels-last path or lost (measured before the runs).
 _limits = _cpu.prelu_short_rows()  # (one call: it reads the CPU's features and the caps)
 _SHORT_ROW = {dt: _limits[dt.name] for dt in SUPPORTED_DTYPES}
 #: The largest slope pattern (elements) ``prelu_fwd_short_run`` lays out.

@@ -741,8 +741,8 @@ def _slope_rows3(x, out, w, i0, i1, j0, j1, ge):
     """Rows i0:i1 x j0:j1 of C-contiguous 3-D views, row (i, j)'s slope ``w[j]``: a half type
     with explicit vectors (``_half_vectors``) in rows of at least ``BF_LANES`` in runs of
     vectors across the rows (``_slope_run``; one run where j0:j1 is every row of an i), else
-    row by row (``_slope_row3``). (float32 measured no faster in runs: its rows end in one
-    masked vector, or in LLVM's loop from ``_LONG_ROW``, which was faster on long rows.)"""
+    row by row (``_slope_row3``). (float32 in runs was slower than its rows on long rows
+    with AVX-512 and faster at some lengths, slower at others, under the AVX2 caps.)"""
 
 
 @overload(_slope_rows3, inline="always", jit_options=NJIT_OPTIONS)
