@@ -751,13 +751,14 @@ def _ol_slope_rows3(x, out, w, i0, i1, j0, j1, ge):
         return lambda x, out, w, i0, i1, j0, j1, ge: _slope_by_row(x, out, w, i0, i1, j0, j1, ge)
 
     def runs(x, out, w, i0, i1, j0, j1, ge):
-        if x.shape[2] < BF_LANES:
-            _slope_by_row(x, out, w, i0, i1, j0, j1, ge)
-        elif j0 == 0 and j1 == x.shape[1]:  # (rows i0:i1 one stretch of memory)
-            _slope_run(x, out, w, i0, (i1 - i0) * j1, ge, 0)
-        else:
+        if x.shape[2] < BF_LANES:  # (``_slope_row3``'s loop for them; its vectors not compiled)
             for i in range(i0, i1):
-                _slope_run(x, out, w, i, j1 - j0, ge, j0)
+                for j in range(j0, j1):
+                    _slope_row3_portable(x, out, i, j, _load(w[j], out), ge)
+            return
+        whole = j0 == 0 and j1 == x.shape[1]  # (rows i0:i1 one stretch of memory: one run)
+        for i in range(i0, i0 + 1 if whole else i1):
+            _slope_run(x, out, w, i, (i1 - i0) * j1 if whole else j1 - j0, ge, j0)
     return runs
 
 
