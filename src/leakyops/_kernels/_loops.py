@@ -740,8 +740,9 @@ def _ol_slope_rows_streamed(x, out, w, i0, i1, j0, j1, ge):
 def _slope_rows3(x, out, w, i0, i1, j0, j1, ge):
     """Rows i0:i1 x j0:j1 of C-contiguous 3-D views, row (i, j)'s slope ``w[j]``: a half type
     with explicit vectors (``_half_vectors``) in rows of at least ``BF_LANES`` in runs of
-    vectors across the rows (``_slope_run``; one run where j0:j1 is every row of an i), else
-    row by row (``_slope_row3``). (float32 in runs was slower than its rows on long rows
+    vectors across the rows (``_slope_run``; one run where j0:j1 is every row of an i), a
+    half type's shorter rows by the portable loop (a masked vector cost more on AVX2), the
+    other types row by row (``_slope_row3``). (float32 in runs was slower than its rows on long rows
     with AVX-512 and faster at some lengths, slower at others, under the AVX2 caps.)"""
 
 
@@ -751,7 +752,7 @@ def _ol_slope_rows3(x, out, w, i0, i1, j0, j1, ge):
         return lambda x, out, w, i0, i1, j0, j1, ge: _slope_by_row(x, out, w, i0, i1, j0, j1, ge)
 
     def runs(x, out, w, i0, i1, j0, j1, ge):
-        if x.shape[2] < BF_LANES:  # (``_slope_row3``'s loop for them; its vectors not compiled)
+        if x.shape[2] < BF_LANES:  # (the portable loop: its vectors not compiled)
             for i in range(i0, i1):
                 for j in range(j0, j1):
                     _slope_row3_portable(x, out, i, j, _load(w[j], out), ge)
@@ -805,8 +806,9 @@ def _slope_run(x, out, w, i, rows, ge, j0):
 
 
 def _slope_row3(x, out, i, j, s, ge):
-    """Row (i, j) of C-contiguous 3-D views with one slope: explicit bfloat16 vectors, or the
-    portable loop."""
+    """Row (i, j) of C-contiguous 3-D views with one slope, for the types without prelu's
+    runs (``_slope_rows3``): float32's masked vectors (``_f32_vectors``), or the portable
+    loop."""
 
 
 def _half_vectors(ge, out, *arrays) -> bool:
@@ -867,13 +869,6 @@ def _ol_slope_row3(x, out, i, j, s, ge):
             else:
                 _slope_row3_masked(x, out, i, j, s, ge)
         return masked
-    if _half_vectors(ge, out, x):
-        def vectors(x, out, i, j, s, ge):
-            if x.shape[2] < BF_LANES:  # (a short row: one masked vector cost more on AVX2)
-                _slope_row3_portable(x, out, i, j, s, ge)
-            else:
-                _fwd_row3(x, out, i, j, s, ge)
-        return vectors
     return lambda x, out, i, j, s, ge: _slope_row3_portable(x, out, i, j, s, ge)
 
 
