@@ -581,11 +581,7 @@ def copy(src: np.ndarray, dst: np.ndarray) -> None:
     The benchmark's copy ceiling: the same runtime as the operators, moving the same bytes.
     """
     s, d = _kernel_view(src).reshape(-1), _kernel_view(dst).reshape(-1)
-    threads = _threads.team_threads() if d.nbytes >= PARALLEL_MIN_BYTES else 1
-    if threads > 1:  # (leakyops' team, as the contiguous paths of the operators)
-        _run_team(_kernels.copy_row, (s, d), False, d.nbytes, threads)
-    else:
-        _kernels.copy_row(s, d)
+    _run_fast(_kernels.copy_row, (s, d), False, d.nbytes)  # (as the operators' paths run)
 
 
 def _all_c_contiguous(*arrays) -> bool:
@@ -672,6 +668,7 @@ for _fn, _op in ((_kernels.lrelu_fwd_row, "leaky_relu"), (_kernels.lrelu_fwd_row
     _WEIGHTS[_fn] = {dt: _cpu_weights[_op][dt.name] for dt in SUPPORTED_DTYPES}
     _WEIGHTS[_fn].update({_FAST_VIEW[dt]: _cpu_weights[_op][dt.name] for dt in SUPPORTED_DTYPES
                           if _FAST_VIEW[dt] is not None})
+_WEIGHTS[_kernels.copy_row] = {}  # (the copy: every byte weighs one)
 
 #: prelu's rows (slope per row) shorter than this many elements run as channels last over the
 #: slopes laid out per element (``prelu_fwd_short_run``): a half type's rows of at least 32
@@ -691,8 +688,8 @@ _PATTERN_MAX = 1 << 16
 
 
 #: prelu_backward's contiguous path: below this many elements of a storage dtype it runs on
-#: one thread (``_run_fast``'s decision, from the same weights, made once per dtype, so that
-#: the path calls the entry point itself: 0.2-0.3 µs of a 4 µs call).
+#: one thread (``_run_fast``'s decision, from ``_WEIGHTS``; the tests size their threaded
+#: calls by it).
 _serial = _cpu.thread_thresholds()["prelu_backward"]  # (the elements _run_fast's test gives)
 _PRELU_BWD_SERIAL = {dt: _serial[dt.name] for dt in SUPPORTED_DTYPES}
 
@@ -705,54 +702,89 @@ def _kernel_args(args, dt, view):
     return tuple(a.view(view) if type(a) is np.ndarray and a.dtype is dt else a for a in args)
 
 
+#: The contiguous paths' entry points per (kernel, dtype, flags), the storage dtype's and its
+#: kernel view's, as one list: ``[weight, serial entry point, team driver's entry point, part
+#: function's address, team's address]`` (``_WEIGHTS``' weight; None where that entry point is
+#: not made yet: ``_run_slow`` makes it). One lookup where ``_ENTRY``, ``_WEIGHTS``,
+#: ``_TEAM_KIND`` and ``_TEAM_ENTRY`` took four, and with ``_threads.team_call`` one call
+#: for the threads: a threaded 1e5-element call's Python 0.4 µs shorter (docs/benchmarks.md).
+_PLAN: dict = {}
+
+
+def _planned(fn, dts, flags, i, value) -> None:
+    """Item ``i`` of the plans of ``fn`` for the dtypes ``dts`` and ``flags`` set to ``value``."""
+    for dt in dts:
+        plan = _PLAN.get((fn, dt, flags))
+        if plan is None:
+            plan = _PLAN[fn, dt, flags] = [_WEIGHTS[fn].get(dt, 1.0), None, None, 0, 0]
+        plan[i:i + len(value)] = value
+
+
 def _run_fast(fn, args, flags, nbytes: int, team: bool = True):
-    """A contiguous-path kernel ``fn(*args)``, or its threaded twin ``_THREADED[fn]`` with
-    the thread count appended when the work (``nbytes`` of output, weighted) is large (on
-    leakyops' team where ``fn`` has a team driver and ``team``); returns what the kernel
-    returns (None, or prelu's and prelu_backward's bool or 0/1).
+    """A contiguous-path kernel ``fn(*args)``, or its threaded twin with the thread count
+    appended when the work (``nbytes`` of output, weighted) is large: on leakyops' team where
+    ``fn`` has a team driver and ``team``, else on numba's region (``_THREADED[fn]``); returns
+    what the kernel returns (None, or prelu's and prelu_backward's bool or 0/1).
 
     The arrays may be of a half storage dtype, not yet viewed as the kernel's integer dtype:
     a compiled entry point takes them as they are (see ``_FAST_VIEW``); they are viewed only
-    where numba must see the types (a first call, the threaded twin)."""
+    where numba must see the types (a first call, the threaded twin). The entry points come
+    from ``_PLAN`` where they are made, else from ``_run_slow``."""
+    plan = _PLAN.get((fn, args[0].dtype, flags))
+    if plan is not None:
+        work = nbytes * plan[0]
+        if work < PARALLEL_MIN_BYTES:  # (too little work: the serial entry point)
+            if plan[1] is not None:
+                return plan[1](*args)
+        elif team and plan[2] is not None:
+            threads, words = _threads.team_call(plan[4])
+            if threads > 1:
+                return plan[2](*args, words, plan[3], work >= _WAKE_WAIT_BYTES, threads)
+            if plan[1] is not None:  # (one thread allowed)
+                return plan[1](*args)
+    return _run_slow(fn, args, flags, nbytes, team)
+
+
+_WAKE_WAIT_BYTES = _threads.WAKE_WAIT_BYTES
+
+
+def _run_slow(fn, args, flags, nbytes: int, team: bool):
+    """``_run_fast`` where an entry point it needs is not made yet (numba compiles it or
+    finds it on disk; a half storage dtype's arrays viewed, both dtypes given the same entry
+    point), or the call runs on numba's region."""
     dt = args[0].dtype
     nbytes *= _WEIGHTS[fn].get(dt, 1.0)
-    # (one thread allowed, or too little work: the serial entry point, found without a call)
     if nbytes < PARALLEL_MIN_BYTES:
         threads = 1
     elif team and fn in _TEAM_KIND:  # (leakyops' own team: _kernels/_team.py)
-        threads = _threads.team_threads()
+        threads, words = _threads.team_call(0)
         if threads > 1:
-            return _run_team(fn, args, flags, nbytes, threads)
+            return _run_team(fn, args, flags, nbytes, threads, words)
     else:
         threads = _threads.parallel_threads()
+    view = _FAST_VIEW.get(dt)
+    dts = (dt,) if view is None else (dt, view)
     if threads == 1:
         ep = _ENTRY.get((fn, dt, flags))
-        if ep is not None:
-            return ep(*args)
-    else:
-        ep = _ENTRY.get((_THREADED[fn], dt, flags))
-        if ep is not None and _threads.enter_parallel():
-            try:
-                return ep(*args, threads)
-            finally:
-                _threads.exit_parallel()
-    # a first call (numba compiles or finds the entry point; a half storage dtype's arrays
-    # viewed, its key given the same entry point), or the workqueue layer busy elsewhere
-    view = _FAST_VIEW.get(dt)
-    args = _kernel_args(args, dt, view)
-    if threads > 1 and _threads.enter_parallel():
-        try:
-            tfn = _THREADED[fn]
-            ep = _entry(tfn, (*args, threads), flags)
-            if view is not None:
-                _ENTRY[tfn, dt, flags] = ep
-            return ep(*args, threads)
-        finally:
-            _threads.exit_parallel()
-    ep = _entry(fn, args, flags)
-    if view is not None:
-        _ENTRY[fn, dt, flags] = ep
-    return ep(*args)
+        if ep is None:
+            ep = _entry(fn, _kernel_args(args, dt, view), flags)
+            for d in dts:
+                _ENTRY[fn, d, flags] = ep
+        if fn in _WEIGHTS:
+            _planned(fn, dts, flags, 1, [ep])
+        return ep(*args)
+    if not _threads.enter_parallel():  # (the workqueue layer busy elsewhere: one thread)
+        return _run_slow(fn, args, flags, 0, team)
+    try:
+        tfn = _THREADED[fn]
+        ep = _ENTRY.get((tfn, dt, flags))
+        if ep is None:
+            ep = _entry(tfn, (*_kernel_args(args, dt, view), threads), flags)
+            for d in dts:
+                _ENTRY[tfn, d, flags] = ep
+        return ep(*args, threads)
+    finally:
+        _threads.exit_parallel()
 
 
 #: The contiguous-path kernels that run threaded on leakyops' own team, with their part
@@ -772,13 +804,13 @@ _TEAM_KIND = {
 _TEAM_ENTRY: dict = {}
 
 
-def _run_team(fn, args, flags, nbytes, threads):
+def _run_team(fn, args, flags, nbytes, threads, words=0):
     """``fn`` on ``threads`` threads of the team (see ``_run_fast``): its driver's entry point
-    with the team's address, the part function's address, whether the call is large enough
-    to wait for a sleeping worker, and the thread count."""
+    with the words to post the parts to (``_threads.team_call``'s; 0: the team's own), the part
+    function's address, whether the call is large enough to wait for a sleeping worker, and
+    the thread count."""
     ent = _TEAM_ENTRY.get((fn, args[0].dtype, flags)) or _team_entry(fn, args, flags, threads)
-    return ent[0](*args, _threads.team_address(ent[2]), ent[1],
-                  nbytes >= _threads.WAKE_WAIT_BYTES, threads)
+    return ent[0](*args, words or ent[2], ent[1], nbytes >= _WAKE_WAIT_BYTES, threads)
 
 
 def _team_entry(fn, args, flags, threads):
@@ -792,6 +824,8 @@ def _team_entry(fn, args, flags, threads):
     ep = _kernels.entry_point(_kernels.TEAM_DRIVERS[fn], *args, team, part, 0, threads)
     # (``wait`` compiled as an int, not as a literal bool)
     _TEAM_ENTRY[fn, dt, flags] = _TEAM_ENTRY[fn, args[0].dtype, flags] = ent = (ep, part, team)
+    if fn in _WEIGHTS:
+        _planned(fn, {dt, args[0].dtype}, flags, 2, list(ent))
     return ent
 
 
@@ -800,23 +834,20 @@ def _team_entry(fn, args, flags, threads):
 _may_share = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
 
 
-def _plain_dest(out, x, *others, overlaps=True):
+def _plain_dest(out, x, other=None, tested=True):
     """The array a contiguous path writes: a new one like ``x``, or ``out`` where it is a
     C-contiguous aligned writable ndarray of x's dtype and shape sharing no memory with ``x``
-    nor ``others``; None where the general path must decide. (Dtypes are compared by
-    identity: NumPy's own dtypes are singletons, and any other goes the general way.)
-    ``overlaps=False``: the sharing is not tested here (the kernel tests it)."""
+    nor ``other`` (an array, or None); None where the general path must decide. (Dtypes are
+    compared by identity: NumPy's own dtypes are singletons, and any other goes the general
+    way.) ``tested=False``: the sharing is not tested here (the kernel tests it). (The
+    arguments are positional, without ``*others``: 50 ns of a 1,000-element call's 1 µs.)"""
     if out is None:
         return np.empty(x.shape, x.dtype)
-    if type(out) is np.ndarray and out.dtype is x.dtype and out.shape == x.shape:
-        if out.flags.carray:  # (C-contiguous, aligned, writeable)
-            if overlaps:
-                if _may_share(out, x):
-                    return None
-                for a in others:
-                    if _may_share(out, a):
-                        return None
-            return out
+    if type(out) is np.ndarray and out.dtype is x.dtype and out.shape == x.shape \
+            and out.flags.carray:  # (C-contiguous, aligned, writeable)
+        if tested and (_may_share(out, x) or other is not None and _may_share(out, other)):
+            return None
+        return out
     return None
 
 
@@ -1196,7 +1227,7 @@ def prelu_impl(x, weight, axis=1, out=None, *, compare=">", bf16_flush=False, fn
     elif layout is not None:
         # the contiguous path, written out (see leaky_relu_impl); the kernels test whether a
         # given out shares memory with x or the weight (then False, nothing written)
-        dest = _plain_dest(out, x, overlaps=False)
+        dest = _plain_dest(out, x, None, False)
         if dest is not None:
             rule = _COMPARE[compare]
             shape, per_k, split_axis, same = layout
@@ -1474,18 +1505,9 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
         gv, xv, giv = g.reshape(shape3), x.reshape(shape3), gi.reshape(shape3)
     # (the kernels return False, nothing written, where grad_input overlaps another array:
     # the general path then takes it)
-    # (the team's threads from _PRELU_BWD_SERIAL on, as _run_fast would take them; one
-    # thread, the work too small or one allowed: the entry point without a call)
-    threads = 1 if gi.size < _PRELU_BWD_SERIAL[dt] else _threads.team_threads()
-    if threads > 1:
-        ran = _run_team(_kernels.prelu_bwd_c_run, (gv, xv, giv, weight, gw, per_k, rule),
-                        (per_k, rule), gi.nbytes * _WEIGHTS[_kernels.prelu_bwd_c_run][dt],
-                        threads)
-        return (gi, gw) if ran else None
-    ep = _ENTRY.get((_kernels.prelu_bwd_c_run, dt, (per_k, rule)))
-    if ep is not None:  # (half types given as they are: see _FAST_VIEW)
-        return (gi, gw) if ep(gv, xv, giv, weight, gw, per_k, rule) else None
-    return (gi, gw) if _prelu_backward_c(gv, xv, giv, weight, per_k, rule, gw) else None
+    ran = _run_fast(_kernels.prelu_bwd_c_run, (gv, xv, giv, weight, gw, per_k, rule),
+                    (per_k, rule), gi.nbytes)  # (_prelu_backward_c's call, its dtypes plain)
+    return (gi, gw) if ran else None
 
 
 def prelu_backward_impl(grad_output, x, weight, axis=1, out=None, *, compare=">",

@@ -192,7 +192,7 @@ def test_each_path_starts_the_threads_where_its_description_says(monkeypatch, op
     assert f"threads from {n:,} elements" in _cpu.kernel_paths()[op][dtype]
     asked = []
     monkeypatch.setattr(_threads, "enter_parallel", lambda: asked.append(1) and False)
-    monkeypatch.setattr(_threads, "team_threads", lambda: asked.append(1) or 1)
+    monkeypatch.setattr(_threads, "team_call", lambda own: asked.append(1) or (1, own))
     assert _core._threads is _threads
     for size, threaded in ((n - 1, False), (n, True)):
         asked.clear()

@@ -316,23 +316,23 @@ import leakyops
 from leakyops import _kernels, _threads
 
 entered, nd_parts = [0], []
-_enter, _team, _nd_par = _threads.enter_parallel, _threads.team_threads, _kernels.prelu_bwd_nd_par
+_enter, _team, _nd_par = _threads.enter_parallel, _threads.team_call, _kernels.prelu_bwd_nd_par
 
 def counting_enter():  # evidence that a call ran threaded (numba's region: the general path)
     entered[0] += 1
     return _enter()
 
-def counting_team():  # (leakyops' team: the contiguous path)
-    n = _team()
+def counting_team(own):  # (leakyops' team: the contiguous path)
+    n, words = _team(own)
     entered[0] += n > 1
-    return n
+    return n, words
 
 def recording_nd_par(*args):  # the general path's split: how many (acc, comp) pairs
     nd_parts.append(int(args[4].shape[0]))
     return _nd_par(*args)
 
 _threads.enter_parallel, _kernels.prelu_bwd_nd_par = counting_enter, recording_nd_par
-_threads.team_threads = counting_team
+_threads.team_call = counting_team
 out = {}
 for key, case in cases.thread_cases().items():
     for k in range(1, 9):

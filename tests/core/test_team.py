@@ -117,7 +117,7 @@ def test_each_part_gives_the_serial_bits_on_an_openmp_pool(dtype, threads):
             expected = _serial(fn, args, flags)
             run = _copies(args)
             before = pool.regions
-            assert _core._run_team(fn, run, flags, 0, threads) == 1, name
+            assert _core._run_team(fn, run, flags, 0, threads, pool.addr) == 1, name
             # (one region a call; channels-last prelu_backward's parts are its units, one here)
             one = region and name != "prelu_backward channels last"
             assert pool.regions - before == one, name
