@@ -79,7 +79,8 @@ def _check_type(fname: str, name: str, t: object) -> None:
     """A dense tensor: checked by the public functions before anything is dispatched (torch
     would send a sparse, mkldnn or nested tensor to a backend the operators do not have, with
     an error of its own; so the operators' kernels never meet one)."""
-    _check_instance(fname, name, t)
+    if not isinstance(t, Tensor):
+        _check_instance(fname, name, t)
     if t.layout is not torch.strided or t.is_nested:
         kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "").lstrip("_")
         raise TypeError(
@@ -89,6 +90,9 @@ def _check_type(fname: str, name: str, t: object) -> None:
 
 
 def _check_instance(fname: str, name: str, t: object) -> None:
+    # (the checks above test isinstance before they call this: in a model's step each Python
+    # call the front-end makes runs cold after a convolution, about a microsecond each; see
+    # docs/benchmarks.md, "Through leakyops.torch")
     if not isinstance(t, Tensor):
         raise TypeError(
             f"{fname}: '{name}' must be a torch.Tensor, got {type(t).__name__}"
@@ -96,7 +100,8 @@ def _check_instance(fname: str, name: str, t: object) -> None:
 
 
 def _check_tensor(fname: str, name: str, t: object) -> None:
-    _check_instance(fname, name, t)
+    if not isinstance(t, Tensor):
+        _check_instance(fname, name, t)  # (raises)
     if not t.is_cpu:  # (as device.type != "cpu", fake tensors included; 0.05 µs, not 0.27)
         raise RuntimeError(
             f"{fname}: '{name}' is on device '{t.device}', but leakyops runs on "
@@ -262,6 +267,8 @@ def _to_numpy(t: Tensor) -> np.ndarray:
     if t.requires_grad:  # (numpy() refuses such a tensor; detach() costs 0.3 µs)
         t = t.detach()
     try:
+        if t.dtype is not torch.bfloat16:  # (_numpy_view's common case, without its call)
+            return t.numpy()
         return _numpy_view(t)
     except RuntimeError:  # (asked only then: the common call pays nothing for it)
         if not t.is_neg():
@@ -460,9 +467,14 @@ def _leaky_relu_backward_kernel(
     fname = _FN + "leaky_relu_backward"
     _check_tensor(fname, "grad_output", grad_output)
     _check_tensor(fname, "self", self)
-    _core.check_self_is_result(negative_slope, self_is_result, fname)
-    shape, dtype, template = _backward_result(fname, grad_output, self)
-    out = _fresh(_empty_result(shape, dtype, template, self.device))
+    if self_is_result is not False and not (self_is_result is True and type(negative_slope)
+                                            is float and negative_slope >= 0.0):
+        _core.check_self_is_result(negative_slope, self_is_result, fname)  # (the rule's test)
+    if grad_output.shape == self.shape and grad_output.dtype == self.dtype:  # (the common case
+        out = torch.empty_like(self)  # of _backward_result and _empty_result, without a call)
+    else:
+        out = _empty_result(*_backward_result(fname, grad_output, self), self.device)
+    out = _fresh(out)
     if out.numel() == 0:  # see _EMPTY_NOTE
         return out
     _on_torch_threads(
@@ -700,7 +712,13 @@ def _eager(*tensors: object) -> bool:
     if torch.compiler.is_compiling() or torch._C._is_torch_function_mode_enabled() \
             or torch._C._len_torch_dispatch_stack():
         return False
-    return all(type(t) is Tensor or type(t) is torch.nn.Parameter for t in tensors)
+    for t in tensors:  # (a loop, not all() over a generator: two Python frames fewer)
+        if type(t) is not Tensor and type(t) is not _Parameter:
+            return False
+    return True
+
+
+_Parameter = torch.nn.Parameter
 
 
 def _eager_function(name: str, kernel, setup, grad) -> type:
@@ -746,7 +764,8 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     _check_type(_FN + "leaky_relu", "input", input)
     if inplace:
         return leaky_relu_(input, negative_slope)
-    negative_slope = _negative_slope(_FN + "leaky_relu", negative_slope, input.dtype)
+    if type(negative_slope) is not float:  # (a float as it is, without the call)
+        negative_slope = _negative_slope(_FN + "leaky_relu", negative_slope, input.dtype)
     if _eager(input):
         if _needs_grad(input):
             return _LeakyReLUEager.apply(input, negative_slope)
@@ -767,16 +786,17 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     (True, tensor([-2.,  4.]))
     """
     _check_type(_FN + "leaky_relu_", "input", input)
-    negative_slope = _negative_slope(_FN + "leaky_relu_", negative_slope, input.dtype)
-    if not torch.compiler.is_compiling() and input.is_inference() \
-            and not torch.is_inference_mode_enabled():
+    if type(negative_slope) is not float:  # (a float as it is, without the call)
+        negative_slope = _negative_slope(_FN + "leaky_relu_", negative_slope, input.dtype)
+    compiling = torch.compiler.is_compiling()
+    if not compiling and input.is_inference() and not torch.is_inference_mode_enabled():
         # (PyTorch's in-place operators refuse it; a custom operator's dispatch does not)
         raise RuntimeError(
             f"{_FN}leaky_relu_: an in-place update to an inference tensor outside "
             f"InferenceMode is not allowed (as in PyTorch); clone() it first, or call this "
             f"inside torch.inference_mode()"
         )
-    if not torch.compiler.is_compiling() and input.is_neg():
+    if not compiling and input.is_neg():
         # A lazily negated view (``c.conj().imag``) has no memory of its own values, and
         # PyTorch's fallback for it cannot run an operator that returns nothing: do what the
         # fallback does, on a resolved copy, and write the results back through the view (as
@@ -785,7 +805,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
         leaky_relu_(values, negative_slope)
         return input.copy_(values)
     if input.requires_grad and torch.is_grad_enabled():
-        if torch.compiler.is_compiling():
+        if compiling:
             # Traced, the graph is functionalised anyway (an in-place op becomes
             # the out-of-place op and a copy), and dynamo's tracing of an
             # autograd.Function emits a DeprecationWarning in torch 2.13. So
