@@ -90,9 +90,9 @@ def _check_type(fname: str, name: str, t: object) -> None:
 
 
 def _check_instance(fname: str, name: str, t: object) -> None:
-    # (the checks above test isinstance before they call this: in a model's step each Python
-    # call the front-end makes runs cold after a convolution, about a microsecond each; see
-    # docs/benchmarks.md, "Through leakyops.torch")
+    # (the checks above test isinstance before they call this: one Python call fewer each, on
+    # a path that runs cold after every convolution of a model's step; docs/benchmarks.md,
+    # stop 43)
     if not isinstance(t, Tensor):
         raise TypeError(
             f"{fname}: '{name}' must be a torch.Tensor, got {type(t).__name__}"
@@ -746,10 +746,10 @@ def _applier(cls):
     Python wrapper: where no functorch transform is active (the wrapper's own test), the
     class's C++ ``apply`` with each tensor unwrapped if it is a dead functorch wrapper, which
     is what the wrapper does for a Function without ``setup_context``; else ``cls.apply``
-    itself. Right after a convolution in a model's step the wrapper's Python ran cold: an
-    in-place (16, 64, 32, 32) float32 forward took 109 µs through it and 65 µs without it,
-    ``F.leaky_relu_`` 66 (docs/benchmarks.md). ``cls.apply`` where this torch lacks those
-    entry points."""
+    itself. Right after a convolution in a model's step the wrapper's Python runs cold: a
+    minimal in-place Function on (16, 64, 32, 32) float32 took 109 µs through it and 65 µs
+    without it, ``F.leaky_relu_`` 66 (docs/benchmarks.md, stop 43). ``cls.apply`` where this
+    torch lacks those entry points."""
     try:
         base = torch._C._FunctionBase.__dict__["apply"].__get__(None, cls)
         active = torch._C._are_functorch_transforms_active
