@@ -687,13 +687,6 @@ _SHORT_ROW = {dt: _limits[dt.name] for dt in SUPPORTED_DTYPES}
 _PATTERN_MAX = 1 << 16
 
 
-#: prelu_backward's contiguous path: below this many elements of a storage dtype it runs on
-#: one thread (``_run_fast``'s decision, from ``_WEIGHTS``; the tests size their threaded
-#: calls by it).
-_serial = _cpu.thread_thresholds()["prelu_backward"]  # (the elements _run_fast's test gives)
-_PRELU_BWD_SERIAL = {dt: _serial[dt.name] for dt in SUPPORTED_DTYPES}
-
-
 def _kernel_args(args, dt, view):
     """``args`` with the arrays of dtype ``dt`` viewed as ``view`` (a half storage dtype's
     kernel view; None: as they are), for numba to see the kernel's types."""
@@ -771,8 +764,7 @@ def _run_slow(fn, args, flags, nbytes: int, team: bool):
             ep = _entry(fn, _kernel_args(args, dt, view), flags)
             for d in dts:
                 _ENTRY[fn, d, flags] = ep
-        if fn in _WEIGHTS:
-            _planned(fn, dts, flags, 1, [ep])
+        _planned(fn, dts, flags, 1, [ep])
         return ep(*args)
     if not _threads.enter_parallel():  # (the workqueue layer busy elsewhere: one thread)
         return _run_slow(fn, args, flags, 0, team)
@@ -825,8 +817,7 @@ def _team_entry(fn, args, flags, threads):
     ep = _kernels.entry_point(_kernels.TEAM_DRIVERS[fn], *args, team, part, 0, threads)
     # (``wait`` compiled as an int, not as a literal bool)
     _TEAM_ENTRY[fn, dt, flags] = _TEAM_ENTRY[fn, args[0].dtype, flags] = ent = (ep, part, team)
-    if fn in _WEIGHTS:
-        _planned(fn, {dt, args[0].dtype}, flags, 2, list(ent))
+    _planned(fn, {dt, args[0].dtype}, flags, 2, list(ent))
     return ent
 
 

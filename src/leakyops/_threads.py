@@ -45,8 +45,7 @@ import numpy as np
 from ._config import DEFAULT_THREADS
 
 __all__ = ["get_num_threads", "set_num_threads", "thread_limit", "parallel_threads",
-           "enter_parallel", "exit_parallel", "layer_name", "team_call", "team_threads",
-           "Team", "OpenMPPool", "openmp_pool", "run_on", "restore_route"]
+           "enter_parallel", "exit_parallel", "layer_name", "team_call", "Team", "OpenMPPool", "openmp_pool", "run_on", "restore_route"]
 
 class _PerThread(threading.local):
     """This thread's settings; the class attributes are the defaults (a missing attribute of a
@@ -311,11 +310,6 @@ def team_call(own: int) -> tuple[int, int]:
     if n - 1 > t.workers and not pool:
         t.start(n - 1)
     return n, pool or own
-
-
-def team_threads() -> int:
-    """The threads of :func:`team_call`."""
-    return team_call(0)[0]
 
 
 class OpenMPPool:

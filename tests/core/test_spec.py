@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import leakyops
-from leakyops import _core
+from leakyops import _core, _cpu
 from refs import (BF16, DTYPE_IDS, DTYPES, assert_same, assert_same_sum, bits, random_values, ref_leaky_relu,
                   ref_leaky_relu_backward, ref_prelu, ref_prelu_backward, special_values)
 
@@ -840,6 +840,12 @@ def test_partial_overlap_is_as_if_no_overlap():
     assert_same(xw, expected)
 
 
+def _bwd_threads_from(dtype) -> int:
+    """The elements from which prelu_backward's contiguous path runs threaded (the thread
+    thresholds the core's weights give)."""
+    return _cpu.thread_thresholds()["prelu_backward"][np.dtype(dtype).name]
+
+
 @dtypes
 @pytest.mark.parametrize("threaded", [False, True], ids=["one-thread", "threaded"])
 @pytest.mark.parametrize("inner", [5, 300], ids=["short-rows", "rows"])
@@ -850,7 +856,7 @@ def test_prelu_out_beside_or_over_x_and_the_weight(dtype, threaded, inner):
     threads, rows short enough for the laid-out slopes where this CPU takes them and long."""
     rng = np.random.default_rng(37)
     c = 4
-    outer = 2 * -(-_core._PRELU_BWD_SERIAL[np.dtype(dtype)] // (c * inner)) if threaded else 3
+    outer = 2 * -(-_bwd_threads_from(dtype) // (c * inner)) if threaded else 3
     shape, n = (outer, c, inner), outer * c * inner
     x = random_values(rng, shape, dtype)
     w = random_values(rng, c, dtype, special_share=0)
@@ -900,7 +906,7 @@ def test_prelu_backward_grad_input_beside_or_over_each_operand(dtype, threaded):
     way): grad_output, x, the weight as if they did not share (the results of copies), a
     grad_weight that overlaps grad_input refused. The sizes: one thread, and the threads."""
     rng = np.random.default_rng(31)
-    c, n2 = 4, (_core._PRELU_BWD_SERIAL[np.dtype(dtype)] // 4 + 7 if threaded else 13)
+    c, n2 = 4, (_bwd_threads_from(dtype) // 4 + 7 if threaded else 13)
     shape, n = (1, c, n2), c * n2
     x, g = random_values(rng, shape, dtype), random_values(rng, shape, dtype)
     w = random_values(rng, c, dtype, special_share=0)

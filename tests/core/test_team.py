@@ -79,7 +79,7 @@ def test_each_part_gives_the_serial_bits(dtype, n, threads):
     """Every team kernel on 2, 3 and 5 parts (more parts than workers: the caller runs the
     rest) writes what its serial kernel writes, bit for bit (prelu_backward: its grad_input
     and its weight gradient, the sums' parts fixed by the shapes)."""
-    _threads.team_threads()  # (the workers this machine allows)
+    _threads.team_call(0)  # (the workers this machine allows)
     for name, fn, args, flags, _ in _calls(dtype, n):
         expected = _serial(fn, args, flags)
         run = _copies(args)
@@ -175,7 +175,7 @@ def test_a_sleeping_worker_is_woken_and_a_large_call_waits_for_it():
     time loses its part to the caller: the calls are repeated until it has run one, so that
     a slow wake-up or a loaded machine only makes the test slower.)"""
     team = _threads.team()
-    _threads.team_threads()
+    _threads.team_call(0)
     row = _team.ROW
     x = np.linspace(-1, 1, 50_000, dtype=np.float32)
     expected = np.where(x > 0, x, x * np.float32(0.5)).tobytes()
