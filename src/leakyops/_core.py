@@ -1461,45 +1461,71 @@ def _prelu_backward_outs(out, x, weight):
 
 
 def _prelu_backward_plain(g, x, weight, axis, out, rule):
-    """The contiguous path of prelu_backward, written out (its checks are most of a small
-    call's time): the results, or None where the operands do not qualify (the general path
-    then runs, with its checks and messages). C-contiguous aligned ndarrays of one dtype, a
-    1-D weight along ``axis`` (``_plain_prelu_layout``), and results that are new arrays or
-    C-contiguous writeable arrays of that dtype and shape; grad_input sharing no memory with
-    an input or grad_weight (grad_weight is written after everything is read)."""
-    layout = _plain_prelu_layout(x, weight, axis, True)  # (x and the weight checked there)
-    if layout is None or type(g) is not np.ndarray:
+    """The contiguous path of prelu_backward (its checks are most of a small call's time):
+    the results, or None where the operands do not qualify (the general path then runs, with
+    its checks and messages). ndarrays of one supported dtype, C-contiguous and aligned, a
+    1-D weight along ``axis`` (or one shared slope: ``_prelu_layout_of``'s layouts), and
+    results that are new arrays or writeable arrays of that dtype and shape; grad_input
+    sharing no memory with an input or grad_weight (grad_weight is written after everything
+    is read). Here only what numba's unboxing does not read is tested (each array's type,
+    dtype and ndim, the outputs' writeability; an int axis within NumPy's dimensions); the
+    shapes, strides, alignment and overlap are tested in the compiled entry
+    (``_kernels.prelu_bwd_plain``), which then runs the kernel: 0.8 µs less a call (see
+    ``_kernels/_plain.py``)."""
+    dt = x.dtype
+    if type(x) is not np.ndarray or type(g) is not np.ndarray or type(weight) is not np.ndarray \
+            or g.dtype is not dt or weight.dtype is not dt or type(axis) is not int:
         return None
-    if layout is _SHARED_SLOPE:  # (one slope: the kernels' one-slope units, on flat views)
-        layout = (1, 1, x.size), False, None, x.ndim == 3 and x.shape[:2] == (1, 1)
-    dt, shape = x.dtype, x.shape
-    gf = g.flags
-    if g.dtype is not dt or g.shape != shape or not (gf.c_contiguous and gf.aligned):
+    nd = x.ndim
+    if g.ndim != nd or weight.ndim != 1 or not -64 <= axis <= 64:  # (the entry takes an int64)
         return None
     gi = gw = None
     if out is not None:
         if type(out) is not tuple or len(out) != 2:
             return None
         gi, gw = out
-    if gi is None:  # (a given one's overlap with the others: the kernels test it)
-        gi = np.empty(shape, dt)
-    elif not (type(gi) is np.ndarray and gi.dtype is dt and gi.shape == shape and gi.flags.carray):
-        return None  # (``carray``: C-contiguous, aligned, writeable)
+    plan = _PRELU_BWD_PLAN.get((dt, nd, rule))
+    if plan is None:
+        if dt not in _FAST_VIEW:  # (another dtype: the general path names it)
+            return None
+        plan = _prelu_bwd_plan(dt, nd, rule)
+    if gi is None:
+        gi = np.empty(x.shape, dt)
+    elif type(gi) is not np.ndarray or gi.dtype is not dt or gi.ndim != nd \
+            or not gi.flags.writeable:
+        return None
     if gw is None:
         gw = np.empty(weight.shape, dt)
-    elif not (type(gw) is np.ndarray and gw.dtype is dt and gw.shape == weight.shape
-              and gw.flags.carray):
-        return None  # (a zero-stride grad_weight goes the general way, which refuses it)
-    shape3, per_k, _, same = layout
-    if same:
-        gv, xv, giv = g, x, gi
+    elif type(gw) is not np.ndarray or gw.dtype is not dt or gw.ndim != 1 \
+            or not gw.flags.writeable:
+        return None
+    work = x.nbytes * plan[1]
+    if work < PARALLEL_MIN_BYTES:
+        threads, words = 1, 0
     else:
-        gv, xv, giv = g.reshape(shape3), x.reshape(shape3), gi.reshape(shape3)
-    # (the kernels return False, nothing written, where grad_input overlaps another array:
-    # the general path then takes it)
-    ran = _run_fast(_kernels.prelu_bwd_c_run, (gv, xv, giv, weight, gw, per_k, rule),
-                    (per_k, rule), gi.nbytes)  # (_prelu_backward_c's call, its dtypes plain)
-    return (gi, gw) if ran else None
+        threads, words = _threads.team_call(plan[2])
+    if plan[0](g, x, weight, gi, gw, axis, rule, threads, words, plan[3], plan[4],
+               work >= _WAKE_WAIT_BYTES):
+        return gi, gw
+    return None  # (a shape, stride or overlap the kernels do not take: nothing written)
+
+
+#: prelu_backward's contiguous path per (storage dtype, ndim, rule): ``[compiled entry
+#: (``_kernels.prelu_bwd_plain``), thread weight of a byte, the team's own words, the part
+#: functions' addresses for a slope per row and for channels last]``.
+_PRELU_BWD_PLAN: dict = {}
+
+
+def _prelu_bwd_plan(dt, nd, rule) -> list:
+    """Compile (or load) ``_PRELU_BWD_PLAN``'s entry for ``dt``, ``nd`` dimensions and
+    ``rule``."""
+    view = np.dtype(_FAST_VIEW[dt] or dt)
+    a, w = np.zeros((1,) * nd, view), np.zeros(1, view)
+    parts = [_kernels.part_address("prelu_bwd", view, (last, rule)) for last in (False, True)]
+    ep = _kernels.entry_point(_kernels.prelu_bwd_plain, a, a, w, a, w, 0, rule, 0, 0, 0, 0, 0)
+    plan = [ep, _WEIGHTS[_kernels.prelu_bwd_c_run][dt], _threads.team().addr, *parts]
+    _PRELU_BWD_PLAN[dt, nd, rule] = plan
+    return plan
 
 
 def prelu_backward_impl(grad_output, x, weight, axis=1, out=None, *, compare=">",
