@@ -683,8 +683,6 @@ _WEIGHTS[_kernels.copy_row] = {}  # (the copy: every byte weighs one)
 #: channels-last path or lost (measured before the runs).
 _limits = _cpu.prelu_short_rows()  # (one call: it reads the CPU's features and the caps)
 _SHORT_ROW = {dt: _limits[dt.name] for dt in SUPPORTED_DTYPES}
-#: The largest slope pattern (elements) ``prelu_fwd_short_run`` lays out.
-_PATTERN_MAX = 1 << 16
 
 
 def _kernel_args(args, dt, view):
@@ -1147,97 +1145,80 @@ def _flat_weight(weight: np.ndarray) -> np.ndarray:
     return _kernel_view(np.ascontiguousarray(weight).reshape(-1))
 
 
-def _plain_prelu_layout(x, weight, axis, shared=False):
-    """``(shape3, per_k, split_axis, same)`` for the contiguous prelu paths, or None: a
-    C-contiguous aligned ndarray ``x`` with a contiguous 1-D weight of its dtype along
-    ``axis``, seen as ``shape3`` (outer, C, inner) with a slope per row (``per_k`` False), or
-    channels last as (1, outer, C) with a slope per element of a row (``per_k`` True); the
-    threaded forward splits ``split_axis`` of it (the outer axis where that divides evenly
-    among the threads: the kernel decides, knowing their count); ``same``: x has that shape
-    already (no reshape: 0.1 µs an array). The shapes' part is remembered per (shape, C, axis)
-    (``_PRELU_LAYOUTS``). ``shared``: a one-element 1-D weight (PyTorch's ``PReLU(1)``) gives
-    ``_SHARED_SLOPE`` (one slope for every element, leaky_relu's loop), else None."""
-    if type(x) is not np.ndarray or type(weight) is not np.ndarray or type(axis) is not int \
-            or weight.dtype is not x.dtype or x.dtype not in _FAST_VIEW:
-        return None  # (another dtype: the general path names it)
-    key = (x.shape, weight.shape, axis)
-    layout = _PRELU_LAYOUTS.get(key, False)
-    if layout is False:
-        layout = _prelu_layout_of(*key)
-        if len(_PRELU_LAYOUTS) >= 256:
-            _PRELU_LAYOUTS.clear()
-        _PRELU_LAYOUTS[key] = layout
-    if layout is None or (layout is _SHARED_SLOPE and not shared):
-        return None
-    xf, wf = x.flags, weight.flags
-    if not (xf.c_contiguous and xf.aligned and wf.c_contiguous and wf.aligned):
-        return None
-    return layout
-
-
-#: The contiguous prelu paths' layouts by (x's shape, the weight's shape, axis): the shape
-#: arithmetic of a call costs more than a dict lookup (a few hundred ns of a 2 µs call).
-_PRELU_LAYOUTS: dict = {}
-
-
-#: The layout of a one-element 1-D weight: one slope for every element.
-_SHARED_SLOPE = ("shared slope",)
-
-
-def _prelu_layout_of(shape, wshape, axis):
-    """The shapes' part of :func:`_plain_prelu_layout` (None: not a contiguous-path layout)."""
-    if len(wshape) != 1:
-        return None
-    c = wshape[0]
-    if c == 1 and -max(len(shape), 2) <= axis < max(len(shape), 2) and math.prod(shape) > 0:
-        return _SHARED_SLOPE  # (the axis checked as _prelu_weight_shape checks it)
-    if c < 2 or not -len(shape) <= axis < len(shape) or shape[axis] != c:
-        return None
-    size = math.prod(shape)
-    if size == 0:
-        return None
-    a = axis % len(shape)
-    outer = math.prod(shape[:a]) if a else 1
-    inner = size // (outer * c)
-    shape3 = (1, outer, c) if inner == 1 else (outer, c, inner)
-    return shape3, inner == 1, 0 if shape3[0] >= shape3[1] else 1, shape3 == tuple(shape)
-
-
 def prelu_impl(x, weight, axis=1, out=None, *, compare=">", bf16_flush=False, fname="prelu"):
     """``y = x if x > 0 else w[c] * x`` (see :func:`leakyops.prelu`); ``bf16_flush`` as in
     :func:`leaky_relu_impl`."""
-    layout = _plain_prelu_layout(x, weight, axis, True) if compare in _COMPARE and not bf16_flush \
-        else None
-    if layout is _SHARED_SLOPE:  # (leaky_relu's loop, the weight's value the slope)
-        dest = _plain_dest(out, x, weight)
-        if dest is not None:
-            xf, df = (x, dest) if x.ndim == 1 else (x.ravel(), dest.ravel())
-            rule = _COMPARE[compare]
-            _run_fast(_kernels.lrelu_fwd_row, (xf, df, float(weight[0]), rule), rule,
-                      dest.nbytes)
-            return dest
-    elif layout is not None:
-        # the contiguous path, written out (see leaky_relu_impl); the kernels test whether a
-        # given out shares memory with x or the weight (then False, nothing written)
-        dest = _plain_dest(out, x, None, False)
-        if dest is not None:
-            rule = _COMPARE[compare]
-            shape, per_k, split_axis, same = layout
-            if same:
-                xv, dv = x, dest
-            else:
-                xv, dv = x.reshape(shape), dest.reshape(shape)
-            if shape[2] < _SHORT_ROW[x.dtype] and shape[1] * shape[2] <= _PATTERN_MAX \
-                    and not per_k:
-                ran = _run_fast(_kernels.prelu_fwd_short_run, (xv, dv, weight, rule), rule,
-                                dest.nbytes)
-            else:
-                ran = _run_fast(_kernels.prelu_fwd_c_run,
-                                (xv, dv, weight, per_k, rule, split_axis), (per_k, rule),
-                                dest.nbytes)
-            if ran:
+    if bf16_flush is False:
+        rule = _COMPARE.get(compare)
+        if rule is not None:
+            dest = _prelu_plain(x, weight, axis, out, rule)
+            if dest is not None:
                 return dest
     return _named_call(fname, _prelu, x, weight, axis, out, compare, bf16_flush)
+
+
+def _prelu_plain(x, weight, axis, out, rule):
+    """The contiguous path of prelu, as ``_prelu_backward_plain``'s: the result, or None
+    where the operands do not qualify (nothing written; the general path then runs). Here
+    each array's type, dtype and ndim and out's writeability (an int axis within NumPy's
+    dimensions); in the compiled entry (``_kernels.prelu_fwd_plain``) the shapes, strides,
+    alignment and overlap, and the choice of kernel: one shared slope on leaky_relu's rows,
+    short rows over the slopes laid out per element (``_SHORT_ROW``), other rows, each on
+    the team where its bytes weigh enough (``_WEIGHTS``)."""
+    if type(x) is not np.ndarray or type(weight) is not np.ndarray or type(axis) is not int:
+        return None
+    dt = x.dtype
+    if weight.dtype is not dt:
+        return None
+    nd = x.ndim
+    if weight.ndim != 1 or not -64 <= axis <= 64:  # (the entry takes an int64)
+        return None
+    plan = _PRELU_PLAN.get((dt, nd, rule))
+    if plan is None:
+        if dt not in _FAST_VIEW:  # (another dtype: the general path names it)
+            return None
+        plan = _prelu_plan(dt, nd, rule)
+    if out is None:
+        dest = np.empty(x.shape, dt)
+    elif type(out) is np.ndarray and out.dtype is dt and out.ndim == nd and out.flags.writeable:
+        dest = out
+    else:
+        return None
+    nbytes = dest.nbytes
+    if nbytes < plan[1]:
+        threads, words = 1, 0
+    else:
+        threads, words = _threads.team_call(plan[2])
+    if plan[0](x, weight, dest, axis, rule, threads, words, plan[3], plan[4], plan[5], plan[6],
+               plan[7], plan[8], plan[9], plan[10], nbytes * plan[11] >= _WAKE_WAIT_BYTES):
+        return dest
+    return None
+
+
+#: prelu's contiguous path per (storage dtype, ndim, rule): ``[compiled entry
+#: (``_kernels.prelu_fwd_plain``), the fewest bytes of output any of its kernels runs
+#: threaded from, the team's own words, the short-row limit (``_SHORT_ROW``), the bytes from
+#: which each kernel runs threaded (rows, channels last, short rows, one shared slope), the
+#: part functions' addresses (rows; channels last and short rows; one shared slope), the
+#: thread weight of a byte of the rows' kernel]``.
+_PRELU_PLAN: dict = {}
+
+
+def _prelu_plan(dt, nd, rule) -> list:
+    """Compile (or load) ``_PRELU_PLAN``'s entry for ``dt``, ``nd`` dimensions and ``rule``."""
+    view = np.dtype(_FAST_VIEW[dt] or dt)
+    a, w = np.zeros((1,) * nd, view), np.zeros(1, view)
+    weights = [_WEIGHTS[k][dt] for k in (_kernels.prelu_fwd_c_run, _kernels.prelu_fwd_c_run,
+                                         _kernels.prelu_fwd_short_run, _kernels.lrelu_fwd_row)]
+    limits = [PARALLEL_MIN_BYTES / wt for wt in weights]
+    parts = [_kernels.part_address("prelu", view, (False, rule)),
+             _kernels.part_address("prelu", view, (True, rule)),
+             _kernels.part_address("fwd", view, rule)]
+    ep = _kernels.entry_point(_kernels.prelu_fwd_plain, a, w, a, 0, rule, 0, 0, 0, 0.0, 0.0,
+                              0.0, 0.0, 0, 0, 0, 0)
+    plan = [ep, min(limits), _threads.team().addr, _SHORT_ROW[dt], *limits, *parts, weights[0]]
+    _PRELU_PLAN[dt, nd, rule] = plan
+    return plan
 
 
 def _prelu(x, weight, axis, out, compare, bf16_flush):
@@ -1464,7 +1445,7 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
     """The contiguous path of prelu_backward (its checks are most of a small call's time):
     the results, or None where the operands do not qualify (the general path then runs, with
     its checks and messages). ndarrays of one supported dtype, C-contiguous and aligned, a
-    1-D weight along ``axis`` (or one shared slope: ``_prelu_layout_of``'s layouts), and
+    1-D weight along ``axis`` (or one shared slope: ``_kernels._plain.prelu_layout``), and
     results that are new arrays or writeable arrays of that dtype and shape; grad_input
     sharing no memory with an input or grad_weight (grad_weight is written after everything
     is read). Here only what numba's unboxing does not read is tested (each array's type,
@@ -1472,9 +1453,11 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
     shapes, strides, alignment and overlap are tested in the compiled entry
     (``_kernels.prelu_bwd_plain``), which then runs the kernel: 0.8 µs less a call (see
     ``_kernels/_plain.py``)."""
-    dt = x.dtype
     if type(x) is not np.ndarray or type(g) is not np.ndarray or type(weight) is not np.ndarray \
-            or g.dtype is not dt or weight.dtype is not dt or type(axis) is not int:
+            or type(axis) is not int:
+        return None
+    dt = x.dtype
+    if g.dtype is not dt or weight.dtype is not dt:
         return None
     nd = x.ndim
     if g.ndim != nd or weight.ndim != 1 or not -64 <= axis <= 64:  # (the entry takes an int64)

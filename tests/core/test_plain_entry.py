@@ -1,7 +1,8 @@
-"""prelu_backward's contiguous path, whose shapes, strides and alignment are tested in compiled
-code (``_kernels.prelu_bwd_plain``): it runs exactly for the operands the contiguous kernels
-take, gives the general path's bits there, and leaves every other operand, untouched, to the
-general path (the same results, the same errors)."""
+"""prelu's and prelu_backward's contiguous paths, whose shapes, strides and alignment are
+tested in compiled code (``_kernels.prelu_fwd_plain``, ``_kernels.prelu_bwd_plain``): each runs
+exactly for the operands the contiguous kernels take, gives the general path's bits there,
+and leaves every other operand, untouched, to the general path (the same results, the same
+errors)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,10 @@ from refs import DTYPE_IDS, DTYPES, bits, random_values
 dtypes = pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 
 
-@pytest.fixture
-def plain_runs(monkeypatch):
-    """The calls the compiled entry made, with what each returned (1: it ran; 0: refused)."""
-    seen = []
-    real = _core._prelu_bwd_plan
+def _spy_plans(monkeypatch, maker: str, plans: str, seen: list):
+    """Make ``_core``'s plans (``plans``, built by ``maker``) afresh, their compiled entries
+    recording what each call returned in ``seen``."""
+    real = getattr(_core, maker)
 
     def counting(dt, nd, rule):
         plan = real(dt, nd, rule)
@@ -30,10 +30,26 @@ def plain_runs(monkeypatch):
             seen.append(r)
             return r
         plan = [spy, *plan[1:]]
-        _core._PRELU_BWD_PLAN[dt, nd, rule] = plan
+        getattr(_core, plans)[dt, nd, rule] = plan
         return plan
-    monkeypatch.setattr(_core, "_prelu_bwd_plan", counting)
-    monkeypatch.setattr(_core, "_PRELU_BWD_PLAN", {})
+    monkeypatch.setattr(_core, maker, counting)
+    monkeypatch.setattr(_core, plans, {})
+
+
+@pytest.fixture
+def plain_runs(monkeypatch):
+    """The calls prelu_backward's compiled entry made, with what each returned (1: it ran; 0:
+    it refused the operands, nothing written)."""
+    seen = []
+    _spy_plans(monkeypatch, "_prelu_bwd_plan", "_PRELU_BWD_PLAN", seen)
+    return seen
+
+
+@pytest.fixture
+def fwd_runs(monkeypatch):
+    """The same for prelu's compiled entry."""
+    seen = []
+    _spy_plans(monkeypatch, "_prelu_plan", "_PRELU_PLAN", seen)
     return seen
 
 
@@ -160,6 +176,17 @@ def test_shapes_the_kernels_refuse_get_the_general_paths_errors(case, plain_runs
     assert np.array_equal(gi, before[0]) and np.array_equal(gw, before[1])
 
 
+@pytest.mark.parametrize("which", ["x", "g", "weight"])
+def test_operands_not_ndarrays_go_the_general_way(which, plain_runs, fwd_runs):
+    ops = {"g": np.float32(0.5), "x": -2.0, "weight": np.float32(0.25)}
+    ops = {k: (np.array([v], np.float32) if k != which else [np.float32(v)]) for k, v in ops.items()}
+    gi, gw = leakyops.prelu_backward(ops["g"], ops["x"], ops["weight"], axis=0)
+    assert gi.tolist() == [0.125] and gw.tolist() == [-1.0]
+    if which != "g":
+        assert leakyops.prelu(ops["x"], ops["weight"], axis=0).tolist() == [-0.5]
+    assert plain_runs == [] and fwd_runs == []
+
+
 def test_a_read_only_output_is_refused_before_the_entry(plain_runs):
     g, x, w = operands(np.random.default_rng(4), np.dtype(np.float32), (3, 4, 40), 4)
     gi = np.zeros_like(x)
@@ -188,3 +215,82 @@ def test_a_fresh_call_of_each_dimension_compiles_one_entry_per_dtype_and_rank(pl
         assert_bits(leakyops.prelu_backward(g, x, w, axis=axis), general(g, x, w, axis))
     assert plain_runs == [1, 1, 1, 1]
     assert sorted(k[1] for k in _core._PRELU_BWD_PLAN) == [1, 2, 3, 4]
+
+
+# ---- prelu ---------------------------------------------------------------------------------
+
+FWD_LAYOUTS = LAYOUTS + [((4, 64, 10), 1, 64), ((4, 64, 5), -2, 64), ((2, 3, 300, 1), 1, 3),
+                         ((3, 40), 0, 3)]
+
+
+def general_fwd(x, w, axis, compare=">"):
+    return _core._prelu(x, w, axis, None, compare, False)
+
+
+@dtypes
+@pytest.mark.parametrize("shape, axis, c", FWD_LAYOUTS,
+                         ids=[f"{s}-{a}-{c}" for s, a, c in FWD_LAYOUTS])
+@pytest.mark.parametrize("compare", [">", ">="])
+def test_prelu_runs_compiled_on_every_contiguous_layout_with_the_general_paths_bits(
+        dtype, shape, axis, c, compare, fwd_runs):
+    """Rows long and short (the slopes laid out per element), channels last, one shared
+    slope (leaky_relu's rows), special values and both comparisons."""
+    rng = np.random.default_rng(len(shape) * 17 + c)
+    x, w = random_values(rng, shape, dtype), random_values(rng, (c,), dtype)
+    out = np.empty(shape, dtype)
+    assert _core.prelu_impl(x, w, axis, out, compare=compare) is out
+    assert fwd_runs == [1]
+    assert np.array_equal(bits(out), bits(general_fwd(x, w, axis, compare)))
+
+
+FWD_UNFIT = {"x strided": ("x", _strided), "x unaligned": ("x", _unaligned),
+             "w strided": ("w", _strided), "w unaligned": ("w", _unaligned),
+             "out strided": ("out", _strided), "out unaligned": ("out", _unaligned),
+             "out is x": ("out", None), "x reversed": ("x", lambda a: a[..., ::-1])}
+
+
+@dtypes
+@pytest.mark.parametrize("c", [4, 1], ids=["per channel", "one slope"])
+@pytest.mark.parametrize("case", list(FWD_UNFIT))
+def test_prelu_unfit_operands_go_the_general_way_with_its_bits(dtype, c, case, fwd_runs):
+    rng = np.random.default_rng(8)
+    x, _, w = finite_operands(rng, dtype, (3, 4, 40), c)
+    ops = {"x": x, "w": w, "out": np.empty_like(x)}
+    which, alter = FWD_UNFIT[case]
+    ops[which] = ops["x"] if alter is None else alter(ops[which])
+    want = general_fwd(ops["x"], ops["w"], 1)
+    got = leakyops.prelu(ops["x"], ops["w"], axis=1, out=ops["out"])
+    assert got is ops["out"]
+    # (the compiled half refused them, nothing written; but a one-element weight is
+    # contiguous whatever its stride, as NumPy says)
+    assert fwd_runs == ([1] if case == "w strided" and c == 1 else [0])
+    assert np.array_equal(bits(got), bits(want))
+
+
+@pytest.mark.parametrize("case", ["out shape", "weight length", "axis", "out dtype",
+                                  "read-only out", "axis a bool"])
+def test_prelu_refused_operands_get_the_general_paths_errors_untouched(case, fwd_runs):
+    rng = np.random.default_rng(9)
+    x, w = rng.standard_normal((3, 4, 40)).astype(np.float32), np.full(4, 0.25, np.float32)
+    out, axis = np.full_like(x, 7), 1
+    if case == "out shape":
+        out = np.full((3, 40, 4), 7, x.dtype)
+    elif case == "weight length":
+        w = np.full(3, 0.25, x.dtype)
+    elif case == "axis":
+        axis = 2
+    elif case == "out dtype":
+        out = np.full(x.shape, 7, np.int32)
+    elif case == "read-only out":
+        out.flags.writeable = False
+    else:
+        axis = True
+    before = out.copy()
+    with pytest.raises((ValueError, TypeError)) as direct:
+        _core._named_call("prelu", _core._prelu, x, w, axis, out, ">", False)
+    with pytest.raises(direct.type) as public:
+        leakyops.prelu(x, w, axis=axis, out=out)
+    assert str(public.value) == str(direct.value)
+    refused_here = case in ("out shape", "weight length", "axis")  # (by the compiled half)
+    assert fwd_runs == ([0] if refused_here else [])
+    assert np.array_equal(out, before)

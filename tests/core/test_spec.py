@@ -10,6 +10,7 @@ import pytest
 
 import leakyops
 from leakyops import _core, _cpu
+from leakyops._kernels._plain import prelu_layout
 from refs import (BF16, DTYPE_IDS, DTYPES, assert_same, assert_same_sum, bits, random_values, ref_leaky_relu,
                   ref_leaky_relu_backward, ref_prelu, ref_prelu_backward, special_values)
 
@@ -755,8 +756,8 @@ def test_a_one_element_weight_takes_leaky_relus_loop_with_the_weights_bits(dtype
             assert_same(out, ref_prelu(x, wb))
     with pytest.raises(ValueError, match="out of bounds"):
         leakyops.prelu(np.ones(4, dtype), np.ones(1, dtype), axis=2)
-    assert _core._plain_prelu_layout(np.ones((2, 3), dtype), np.ones(1, dtype), 1, True) \
-        is _core._SHARED_SLOPE  # (the path this test means to take)
+    assert prelu_layout((2, 3), 6, 1, 1) == (1, 1, 6, False)  # (the path this test means to
+    # take: one shared slope, in the compiled half of the contiguous path's test)
 
 
 @dtypes

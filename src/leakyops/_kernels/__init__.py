@@ -10,8 +10,9 @@
 ``_threaded.py``    the threaded drivers: ``prange`` over parts, each part a serial loop
 ``_team.py``        leakyops' own team: the contiguous paths' threaded calls, parts posted to
                     spinning workers through shared words (no numba region to launch)
-``_plain.py``       the compiled half of ``prelu_backward``'s contiguous-path test (shapes,
-                    strides, alignment: what numba's unboxing reads), then its kernel
+``_plain.py``       the compiled half of ``prelu``'s and ``prelu_backward``'s contiguous-path
+                    tests (shapes, strides, alignment: what numba's unboxing reads), then
+                    the kernel
 ==================  ==========================================================================
 
 Storage kinds are told apart by the dtype of the view a kernel receives, so that every
@@ -47,7 +48,7 @@ and top payload bits kept), overflow goes to ±inf.
 
 Kernels never validate and never allocate Python objects; they release the GIL. (A kernel
 may find its arrays unfit and return 0 with nothing written, for the core to decide:
-``grad_input`` sharing memory with an input, or, in ``prelu_bwd_plain``, a shape, stride or
+``grad_input`` sharing memory with an input, or, in ``_plain.py``'s entries, a shape, stride or
 alignment the contiguous kernels do not take.) The core
 (``_core.py``) chooses the kernel and whether it runs threaded.
 """
@@ -63,7 +64,7 @@ from ._team import (CLAIMED, DONE, GOMP_PARALLEL, IDLE, MAX_THREADS, OMP_MAX_THR
                     OMP_NUM_THREADS, OMP_REGIONS, OMP_RUNNER, OMP_THREAD_NUM, OMP_THREADS_SEEN,
                     OPENMP, ROW, SLEEP, STATE, STOP, SYS_FUTEX, SYSCALL, TEAM_DRIVERS, WORKERS,
                     part_address, runner_address, set_state, worker_loop)
-from ._plain import prelu_bwd_plain
+from ._plain import prelu_bwd_plain, prelu_fwd_plain
 from ._threaded import (lrelu_bwd_nd_par, lrelu_bwd_row_par, lrelu_fwd_nd_inplace_par,
                         lrelu_fwd_nd_par, lrelu_fwd_row_inplace_par, lrelu_fwd_row_par,
                         prelu_bwd_c_run_par, prelu_bwd_nd_par, prelu_fwd_nd_par)
@@ -81,4 +82,4 @@ __all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL
            "MAX_THREADS", "ROW", "WORKERS", "SYSCALL", "STATE", "DONE", "IDLE", "SLEEP", "CLAIMED",
            "STOP", "SYS_FUTEX", "OPENMP", "GOMP_PARALLEL", "OMP_THREAD_NUM", "OMP_NUM_THREADS",
            "OMP_MAX_THREADS", "OMP_RUNNER", "OMP_REGIONS", "OMP_THREADS_SEEN", "runner_address",
-           "prelu_bwd_plain"]
+           "prelu_bwd_plain", "prelu_fwd_plain"]

@@ -1,29 +1,39 @@
-"""The compiled half of a contiguous path's test: ``prelu_backward``'s.
+"""The compiled half of a contiguous path's test: ``prelu``'s and ``prelu_backward``'s.
 
-The core's contiguous path of ``prelu_backward`` tests in Python only what numba's unboxing
-does not read: each array's type, dtype and number of dimensions, and whether an output is
-writeable (:func:`leakyops._core._prelu_backward_plain`). Everything numba does read (shapes,
-strides, the data's address) is tested here, where a test costs nanoseconds instead of the
-40-90 ns of a Python attribute and comparison; then the serial kernel or its team driver runs,
-without a second entry from Python. A call whose arrays do not qualify returns 0 with nothing
-written, and the core's general path decides (with its checks and messages), as it does where
-the kernel finds ``grad_input`` sharing memory with another array.
+The core's contiguous paths of ``prelu`` and ``prelu_backward`` test in Python only what
+numba's unboxing does not read: each array's type, dtype and number of dimensions, and
+whether an output is writeable (``_core._prelu_plain``, ``_core._prelu_backward_plain``).
+Everything numba does read (shapes, strides, the data's address) is tested here, where a
+test costs nanoseconds instead of the 40-90 ns of a Python attribute and comparison; then
+the kernel chosen here (serial, or its team driver: the core passes the thread count) runs
+without a second entry from Python. Operands that do not qualify return 0 with nothing
+written, and the core's general path decides (with its checks and messages), as it does
+where a kernel finds its output sharing memory with an input.
 
-Measured (AMD EPYC Zen 5, (4, 64, 391) with ``out=``, two threads, µs, one process): float32
-8.2-8.6 -> 7.3-7.4, bfloat16 7.3-7.4 -> 6.5-6.6; (4, 64, 10) float32 3.0 -> 2.5, bfloat16
-3.3 -> 2.5 (a script with these tests written out, against the path tested in Python).
+Measured (AMD EPYC Zen 5, ``prelu_backward`` with ``out=``, two threads, µs, each version in
+its own process, five alternating runs, the best): (4, 64, 391) float32 8.2 -> 7.7,
+bfloat16 7.3 -> 6.9; (4, 64, 39) float32 3.7 -> 3.3; (1, 8, 125) float32 2.0 -> 1.6. The
+entry's views of the data are ``carray``s, as a part function makes them (no reference
+counting): 0.1 µs less than ``reshape`` on a 2,560-element call.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from numba import carray, njit
 
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
-from ._loops import prelu_bwd_c_run
-from ._team import address, prelu_bwd_c_run_team
+from ._loops import (_overlap, lrelu_fwd_row, prelu_bwd_c_run, prelu_fwd_c_run,
+                     prelu_fwd_short_run)
+from ._rules import _load
+from ._team import (address, lrelu_fwd_row_team, prelu_bwd_c_run_team, prelu_fwd_c_run_team,
+                    prelu_fwd_short_run_team)
 
-__all__ = ["prelu_bwd_plain"]
+__all__ = ["prelu_bwd_plain", "prelu_fwd_plain", "PATTERN_MAX"]
+
+#: The largest slope pattern (elements) ``prelu_fwd_short_run`` lays out.
+PATTERN_MAX = 1 << 16
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -47,11 +57,11 @@ def _view(a, shape3):
 
 
 @njit(inline="always", **NJIT_OPTIONS)
-def _prelu_bwd_layout(shape, size, c, axis):
+def prelu_layout(shape, size, c, axis):
     """``(outer, C, inner, last)`` of prelu_backward's contiguous kernels for ``x``'s shape
     and a 1-D weight of ``c`` elements along ``axis``, ``last`` telling channels last (inner
     1: (1, outer, C) views, a slope per element of a row); C is 0 where the contiguous path
-    does not take them (as ``_core._prelu_layout_of``): no elements, an axis out of range, or
+    does not take them: no elements, an axis out of range, or
     a weight that neither matches the axis's length nor is one shared slope. One shared slope
     (``c == 1``, PyTorch's ``PReLU()``) is ``(1, 1, size, False)``, the kernels' one-slope
     units."""
@@ -87,7 +97,7 @@ def prelu_bwd_plain(g, x, w, gi, gw, axis, ge, threads, team, part_rows, part_la
     (a slope per element of a row); ``wait``: wake a sleeping worker and wait for it."""
     if g.shape != x.shape or gi.shape != x.shape or gw.shape[0] != w.shape[0]:
         return 0
-    outer, c, inner, last = _prelu_bwd_layout(x.shape, x.size, w.shape[0], axis)
+    outer, c, inner, last = prelu_layout(x.shape, x.size, w.shape[0], axis)
     if c == 0:
         return 0
     if not (_c_aligned(x) and _c_aligned(g) and _c_aligned(gi) and _c_aligned(w)
@@ -110,3 +120,57 @@ def prelu_bwd_plain(g, x, w, gi, gw, axis, ge, threads, team, part_rows, part_la
         return prelu_bwd_c_run_team(gv, xv, giv, wv, gwv, False, ge, team, part_rows, wait,
                                     threads)
     return int(prelu_bwd_c_run(gv, xv, giv, wv, gwv, False, ge))
+
+
+@_jit
+def prelu_fwd_plain(x, w, out, axis, ge, threads, team, short_row, lim_rows, lim_last,
+                    lim_short, lim_one, part_rows, part_last, part_one, wait):
+    """``prelu`` with the arrays as the core passed them (``x``, ``w``, ``out``: their types,
+    dtypes, ndims and out's writeability tested there), as ``prelu_bwd_plain``: 1 where it
+    ran, 0 with nothing written where they do not qualify (different shapes, a layout the
+    contiguous kernels do not take, an array not C-contiguous or not aligned, ``out`` sharing
+    memory with ``x`` or ``w``). The kernel, as the core's contiguous path chose it: one
+    shared slope runs leaky_relu's rows with its value (``part_one``); rows shorter than
+    ``short_row`` elements (a whole pattern of at most ``PATTERN_MAX`` slopes) run over the
+    slopes laid out per element (``part_last``, the channels-last part); other rows
+    ``prelu_fwd_c_run`` (``part_rows``; channels last ``part_last``). Each runs on
+    ``threads`` threads (the team's words at ``team``) where ``out``'s bytes reach its
+    ``lim_*`` (``PARALLEL_MIN_BYTES`` over its thread weight), else on this thread."""
+    if out.shape != x.shape:
+        return 0
+    outer, c, inner, last = prelu_layout(x.shape, x.size, w.shape[0], axis)
+    if c == 0:
+        return 0
+    if not (_c_aligned(x) and _c_aligned(w) and _c_aligned(out)):
+        return 0
+    nbytes = out.size * out.itemsize
+    wv = carray(address(w.ctypes.data), (w.shape[0],), w.dtype)
+    if c == 1:  # (one shared slope: leaky_relu's rows, the weight's value the slope)
+        if _overlap(out, x) or _overlap(out, w):
+            return 0
+        n = x.size
+        xv, ov = _view(x, (n,)), _view(out, (n,))
+        s = np.float64(_load(wv[0], ov))
+        if threads > 1 and nbytes >= lim_one:
+            return lrelu_fwd_row_team(xv, ov, s, ge, team, part_one, wait, threads)
+        lrelu_fwd_row(xv, ov, s, ge)
+        return 1
+    if last:
+        shape3 = (1, outer, c)
+        xv, ov = _view(x, shape3), _view(out, shape3)
+        split = 0 if outer >= c else 1
+        if threads > 1 and nbytes >= lim_last:
+            return prelu_fwd_c_run_team(xv, ov, wv, True, ge, split, team, part_last, wait,
+                                        threads)
+        return int(prelu_fwd_c_run(xv, ov, wv, True, ge, split))
+    shape3 = (outer, c, inner)
+    xv, ov = _view(x, shape3), _view(out, shape3)
+    if inner < short_row and c * inner <= PATTERN_MAX:
+        if threads > 1 and nbytes >= lim_short:
+            return prelu_fwd_short_run_team(xv, ov, wv, ge, team, part_last, wait, threads)
+        return int(prelu_fwd_short_run(xv, ov, wv, ge))
+    split = 0 if outer >= c else 1
+    if threads > 1 and nbytes >= lim_rows:
+        return prelu_fwd_c_run_team(xv, ov, wv, False, ge, split, team, part_rows, wait,
+                                    threads)
+    return int(prelu_fwd_c_run(xv, ov, wv, False, ge, split))
