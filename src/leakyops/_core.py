@@ -1186,21 +1186,30 @@ def _prelu_plain(x, weight, axis, out, rule):
         return None
     nbytes = dest.nbytes
     if nbytes < plan[1]:
-        threads, words = 1, 0
+        threads, words = 1, plan[2]
     else:
         threads, words = _threads.team_call(plan[2])
-    if plan[0](x, weight, dest, axis, rule, threads, words, plan[3], plan[4], plan[5], plan[6],
-               plan[7], plan[8], plan[9], plan[10], nbytes * plan[11] >= _WAKE_WAIT_BYTES):
+    ran = plan[0](x, weight, dest, axis, rule, threads, words, plan[3], plan[4], plan[5],
+                  plan[6], plan[7], plan[8], plan[9], plan[10],
+                  nbytes * plan[11] >= _WAKE_WAIT_BYTES)
+    if ran == 1:
         return dest
-    return None
+    if ran == 0:  # (a shape, stride or overlap the kernels do not take: nothing written)
+        return None
+    if ran == _kernels.MISSING_LAST:
+        plan[9] = _kernels.part_address("prelu", plan[12], (True, rule))
+    else:  # (MISSING_ONE)
+        plan[10] = _kernels.part_address("fwd", plan[12], rule)
+    return _prelu_plain(x, weight, axis, dest, rule)
 
 
 #: prelu's contiguous path per (storage dtype, ndim, rule): ``[compiled entry
 #: (``_kernels.prelu_fwd_plain``), the fewest bytes of output any of its kernels runs
 #: threaded from, the team's own words, the short-row limit (``_SHORT_ROW``), the bytes from
 #: which each kernel runs threaded (rows, channels last, short rows, one shared slope), the
-#: part functions' addresses (rows; channels last and short rows; one shared slope), the
-#: thread weight of a byte of the rows' kernel]``.
+#: part functions' addresses (rows; channels last and short rows; one shared slope: the
+#: last two 0 until an operand needs them, ``_kernels.MISSING_LAST``/``MISSING_ONE``), the
+#: thread weight of a byte of the rows' kernel, the kernels' view dtype]``.
 _PRELU_PLAN: dict = {}
 
 
@@ -1211,12 +1220,10 @@ def _prelu_plan(dt, nd, rule) -> list:
     weights = [_WEIGHTS[k][dt] for k in (_kernels.prelu_fwd_c_run, _kernels.prelu_fwd_c_run,
                                          _kernels.prelu_fwd_short_run, _kernels.lrelu_fwd_row)]
     limits = [PARALLEL_MIN_BYTES / wt for wt in weights]
-    parts = [_kernels.part_address("prelu", view, (False, rule)),
-             _kernels.part_address("prelu", view, (True, rule)),
-             _kernels.part_address("fwd", view, rule)]
     ep = _kernels.entry_point(_kernels.prelu_fwd_plain, a, w, a, 0, rule, 0, 0, 0, 0.0, 0.0,
                               0.0, 0.0, 0, 0, 0, 0)
-    plan = [ep, min(limits), _threads.team().addr, _SHORT_ROW[dt], *limits, *parts, weights[0]]
+    plan = [ep, min(limits), _threads.team().addr, _SHORT_ROW[dt], *limits,
+            _kernels.part_address("prelu", view, (False, rule)), 0, 0, weights[0], view]
     _PRELU_PLAN[dt, nd, rule] = plan
     return plan
 
@@ -1484,18 +1491,23 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
         return None
     work = x.nbytes * plan[1]
     if work < PARALLEL_MIN_BYTES:
-        threads, words = 1, 0
+        threads, words = 1, plan[2]
     else:
         threads, words = _threads.team_call(plan[2])
-    if plan[0](g, x, weight, gi, gw, axis, rule, threads, words, plan[3], plan[4],
-               work >= _WAKE_WAIT_BYTES):
+    ran = plan[0](g, x, weight, gi, gw, axis, rule, threads, words, plan[3], plan[4],
+                  work >= _WAKE_WAIT_BYTES)
+    if ran == 1:
         return gi, gw
-    return None  # (a shape, stride or overlap the kernels do not take: nothing written)
+    if ran == 0:  # (a shape, stride or overlap the kernels do not take: nothing written)
+        return None
+    plan[4] = _kernels.part_address("prelu_bwd", plan[5], (True, rule))  # (MISSING_LAST)
+    return _prelu_backward_plain(g, x, weight, axis, (gi, gw), rule)
 
 
 #: prelu_backward's contiguous path per (storage dtype, ndim, rule): ``[compiled entry
 #: (``_kernels.prelu_bwd_plain``), thread weight of a byte, the team's own words, the part
-#: functions' addresses for a slope per row and for channels last]``.
+#: functions' addresses for a slope per row and for channels last (0 until an operand needs
+#: it: ``_kernels.MISSING_LAST``), the kernels' view dtype]``.
 _PRELU_BWD_PLAN: dict = {}
 
 
@@ -1504,9 +1516,9 @@ def _prelu_bwd_plan(dt, nd, rule) -> list:
     ``rule``."""
     view = np.dtype(_FAST_VIEW[dt] or dt)
     a, w = np.zeros((1,) * nd, view), np.zeros(1, view)
-    parts = [_kernels.part_address("prelu_bwd", view, (last, rule)) for last in (False, True)]
     ep = _kernels.entry_point(_kernels.prelu_bwd_plain, a, a, w, a, w, 0, rule, 0, 0, 0, 0, 0)
-    plan = [ep, _WEIGHTS[_kernels.prelu_bwd_c_run][dt], _threads.team().addr, *parts]
+    plan = [ep, _WEIGHTS[_kernels.prelu_bwd_c_run][dt], _threads.team().addr,
+            _kernels.part_address("prelu_bwd", view, (False, rule)), 0, view]
     _PRELU_BWD_PLAN[dt, nd, rule] = plan
     return plan
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import leakyops
-from leakyops import _core
+from leakyops import _core, _kernels
 from refs import DTYPE_IDS, DTYPES, bits, random_values
 
 dtypes = pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
@@ -27,7 +27,8 @@ def _spy_plans(monkeypatch, maker: str, plans: str, seen: list):
 
         def spy(*args):
             r = ep(*args)
-            seen.append(r)
+            if r not in (_kernels.MISSING_LAST, _kernels.MISSING_ONE):  # (a part function
+                seen.append(r)  # made on demand, then the call again: one call here)
             return r
         plan = [spy, *plan[1:]]
         getattr(_core, plans)[dt, nd, rule] = plan
@@ -227,14 +228,20 @@ def general_fwd(x, w, axis, compare=">"):
     return _core._prelu(x, w, axis, None, compare, False)
 
 
+#: ``>=`` on the 3-D layouts only: an entry is compiled per dtype, rank and comparison (each
+#: costs a fresh process about a second), and the comparison is a flag of the kernels the
+#: 3-D layouts reach already.
+FWD_CASES = [(*layout, compare) for layout in FWD_LAYOUTS for compare in (">", ">=")
+             if compare == ">" or len(layout[0]) == 3]
+
+
 @dtypes
-@pytest.mark.parametrize("shape, axis, c", FWD_LAYOUTS,
-                         ids=[f"{s}-{a}-{c}" for s, a, c in FWD_LAYOUTS])
-@pytest.mark.parametrize("compare", [">", ">="])
+@pytest.mark.parametrize("shape, axis, c, compare", FWD_CASES,
+                         ids=[f"{s}-{a}-{c}-{cmp}" for s, a, c, cmp in FWD_CASES])
 def test_prelu_runs_compiled_on_every_contiguous_layout_with_the_general_paths_bits(
         dtype, shape, axis, c, compare, fwd_runs):
     """Rows long and short (the slopes laid out per element), channels last, one shared
-    slope (leaky_relu's rows), special values and both comparisons."""
+    slope (leaky_relu's rows), special values, both comparisons."""
     rng = np.random.default_rng(len(shape) * 17 + c)
     x, w = random_values(rng, shape, dtype), random_values(rng, (c,), dtype)
     out = np.empty(shape, dtype)

@@ -10,7 +10,7 @@ import pytest
 
 import leakyops
 from leakyops import _core, _cpu
-from leakyops._kernels._plain import prelu_layout
+from leakyops._kernels._plain import PATTERN_MAX, prelu_layout
 from refs import (BF16, DTYPE_IDS, DTYPES, assert_same, assert_same_sum, bits, random_values, ref_leaky_relu,
                   ref_leaky_relu_backward, ref_prelu, ref_prelu_backward, special_values)
 
@@ -886,7 +886,7 @@ def test_prelus_threaded_split_gives_the_same_bits(dtype, outer):
     may have fewer, then the count is capped)."""
     rng = np.random.default_rng(35)
     c = 6
-    inner = _core._PATTERN_MAX // c + 4099 // outer  # (threaded for every dtype; long rows)
+    inner = PATTERN_MAX // c + 4099 // outer  # (threaded for every dtype; long rows)
     x = random_values(rng, (outer, c, inner), dtype)
     w = random_values(rng, c, dtype, special_share=0)
     want = ref_prelu(x, w.reshape(1, c, 1))

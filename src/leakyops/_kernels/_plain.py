@@ -24,16 +24,21 @@ from numba import carray, njit
 
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
-from ._loops import (_overlap, lrelu_fwd_row, prelu_bwd_c_run, prelu_fwd_c_run,
-                     prelu_fwd_short_run)
+from ._loops import _overlap, prelu_bwd_c_run, prelu_fwd_c_run
 from ._rules import _load
 from ._team import (address, lrelu_fwd_row_team, prelu_bwd_c_run_team, prelu_fwd_c_run_team,
                     prelu_fwd_short_run_team)
 
-__all__ = ["prelu_bwd_plain", "prelu_fwd_plain", "PATTERN_MAX"]
+__all__ = ["prelu_bwd_plain", "prelu_fwd_plain", "PATTERN_MAX", "MISSING_LAST", "MISSING_ONE"]
 
 #: The largest slope pattern (elements) ``prelu_fwd_short_run`` lays out.
 PATTERN_MAX = 1 << 16
+#: What an entry returns, nothing written, where the part function its operands need has
+#: not been made yet (its address 0): the core makes it (``_kernels.part_address``) and calls
+#: again. Only a slope per row runs its serial kernel directly; the other layouts (channels
+#: last, short rows, one shared slope) run through their team drivers, on this thread where
+#: the call is small, so that their loops are compiled only when an operand needs them.
+MISSING_LAST, MISSING_ONE = 2, 3
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -108,12 +113,11 @@ def prelu_bwd_plain(g, x, w, gi, gw, axis, ge, threads, team, part_rows, part_la
     wv = carray(address(w.ctypes.data), (w.shape[0],), w.dtype)
     gwv = carray(address(gw.ctypes.data), (gw.shape[0],), gw.dtype)
     if last:  # (channels last: (1, outer, C) views, a slope per element of a row)
+        if part_last == 0:
+            return MISSING_LAST
         shape3 = (1, outer, c)
-        gv, xv, giv = _view(g, shape3), _view(x, shape3), _view(gi, shape3)
-        if threads > 1:
-            return prelu_bwd_c_run_team(gv, xv, giv, wv, gwv, True, ge, team, part_last, wait,
-                                        threads)
-        return int(prelu_bwd_c_run(gv, xv, giv, wv, gwv, True, ge))
+        return prelu_bwd_c_run_team(_view(g, shape3), _view(x, shape3), _view(gi, shape3), wv,
+                                    gwv, True, ge, team, part_last, wait, threads)
     shape3 = (outer, c, inner)
     gv, xv, giv = _view(g, shape3), _view(x, shape3), _view(gi, shape3)
     if threads > 1:
@@ -148,27 +152,26 @@ def prelu_fwd_plain(x, w, out, axis, ge, threads, team, short_row, lim_rows, lim
     if c == 1:  # (one shared slope: leaky_relu's rows, the weight's value the slope)
         if _overlap(out, x) or _overlap(out, w):
             return 0
+        if part_one == 0:
+            return MISSING_ONE
         n = x.size
-        xv, ov = _view(x, (n,)), _view(out, (n,))
-        s = np.float64(_load(wv[0], ov))
-        if threads > 1 and nbytes >= lim_one:
-            return lrelu_fwd_row_team(xv, ov, s, ge, team, part_one, wait, threads)
-        lrelu_fwd_row(xv, ov, s, ge)
-        return 1
+        ov = _view(out, (n,))
+        return lrelu_fwd_row_team(_view(x, (n,)), ov, np.float64(_load(wv[0], ov)), ge, team,
+                                  part_one, wait, threads if nbytes >= lim_one else 1)
     if last:
+        if part_last == 0:
+            return MISSING_LAST
         shape3 = (1, outer, c)
-        xv, ov = _view(x, shape3), _view(out, shape3)
-        split = 0 if outer >= c else 1
-        if threads > 1 and nbytes >= lim_last:
-            return prelu_fwd_c_run_team(xv, ov, wv, True, ge, split, team, part_last, wait,
-                                        threads)
-        return int(prelu_fwd_c_run(xv, ov, wv, True, ge, split))
+        return prelu_fwd_c_run_team(_view(x, shape3), _view(out, shape3), wv, True, ge,
+                                    0 if outer >= c else 1, team, part_last, wait,
+                                    threads if nbytes >= lim_last else 1)
     shape3 = (outer, c, inner)
     xv, ov = _view(x, shape3), _view(out, shape3)
     if inner < short_row and c * inner <= PATTERN_MAX:
-        if threads > 1 and nbytes >= lim_short:
-            return prelu_fwd_short_run_team(xv, ov, wv, ge, team, part_last, wait, threads)
-        return int(prelu_fwd_short_run(xv, ov, wv, ge))
+        if part_last == 0:
+            return MISSING_LAST
+        return prelu_fwd_short_run_team(xv, ov, wv, ge, team, part_last, wait,
+                                        threads if nbytes >= lim_short else 1)
     split = 0 if outer >= c else 1
     if threads > 1 and nbytes >= lim_rows:
         return prelu_fwd_c_run_team(xv, ov, wv, False, ge, split, team, part_rows, wait,
