@@ -1196,7 +1196,9 @@ def _prelu_plain(x, weight, axis, out, rule):
         return dest
     if ran == 0:  # (a shape, stride or overlap the kernels do not take: nothing written)
         return None
-    if ran == _kernels.MISSING_LAST:
+    if ran == _kernels.MISSING_ROWS:
+        plan[8] = _kernels.part_address("prelu", plan[12], (False, rule))
+    elif ran == _kernels.MISSING_LAST:
         plan[9] = _kernels.part_address("prelu", plan[12], (True, rule))
     else:  # (MISSING_ONE)
         plan[10] = _kernels.part_address("fwd", plan[12], rule)
@@ -1207,8 +1209,8 @@ def _prelu_plain(x, weight, axis, out, rule):
 #: (``_kernels.prelu_fwd_plain``), the fewest bytes of output any of its kernels runs
 #: threaded from, the team's own words, the short-row limit (``_SHORT_ROW``), the bytes from
 #: which each kernel runs threaded (rows, channels last, short rows, one shared slope), the
-#: part functions' addresses (rows; channels last and short rows; one shared slope: the
-#: last two 0 until an operand needs them, ``_kernels.MISSING_LAST``/``MISSING_ONE``), the
+#: part functions' addresses (rows; channels last and short rows; one shared slope: each 0
+#: until a call needs it, ``_kernels.MISSING_ROWS``/``MISSING_LAST``/``MISSING_ONE``), the
 #: thread weight of a byte of the rows' kernel, the kernels' view dtype]``.
 _PRELU_PLAN: dict = {}
 
@@ -1222,8 +1224,8 @@ def _prelu_plan(dt, nd, rule) -> list:
     limits = [PARALLEL_MIN_BYTES / wt for wt in weights]
     ep = _kernels.entry_point(_kernels.prelu_fwd_plain, a, w, a, 0, rule, 0, 0, 0, 0.0, 0.0,
                               0.0, 0.0, 0, 0, 0, 0)
-    plan = [ep, min(limits), _threads.team().addr, _SHORT_ROW[dt], *limits,
-            _kernels.part_address("prelu", view, (False, rule)), 0, 0, weights[0], view]
+    plan = [ep, min(limits), _threads.team().addr, _SHORT_ROW[dt], *limits, 0, 0, 0,
+            weights[0], view]
     _PRELU_PLAN[dt, nd, rule] = plan
     return plan
 
@@ -1500,14 +1502,17 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
         return gi, gw
     if ran == 0:  # (a shape, stride or overlap the kernels do not take: nothing written)
         return None
-    plan[4] = _kernels.part_address("prelu_bwd", plan[5], (True, rule))  # (MISSING_LAST)
+    if ran == _kernels.MISSING_ROWS:
+        plan[3] = _kernels.part_address("prelu_bwd", plan[5], (False, rule))
+    else:  # (MISSING_LAST)
+        plan[4] = _kernels.part_address("prelu_bwd", plan[5], (True, rule))
     return _prelu_backward_plain(g, x, weight, axis, (gi, gw), rule)
 
 
 #: prelu_backward's contiguous path per (storage dtype, ndim, rule): ``[compiled entry
 #: (``_kernels.prelu_bwd_plain``), thread weight of a byte, the team's own words, the part
-#: functions' addresses for a slope per row and for channels last (0 until an operand needs
-#: it: ``_kernels.MISSING_LAST``), the kernels' view dtype]``.
+#: functions' addresses for a slope per row and for channels last (0 until a call needs it:
+#: ``_kernels.MISSING_ROWS``, ``MISSING_LAST``), the kernels' view dtype]``.
 _PRELU_BWD_PLAN: dict = {}
 
 
@@ -1517,8 +1522,7 @@ def _prelu_bwd_plan(dt, nd, rule) -> list:
     view = np.dtype(_FAST_VIEW[dt] or dt)
     a, w = np.zeros((1,) * nd, view), np.zeros(1, view)
     ep = _kernels.entry_point(_kernels.prelu_bwd_plain, a, a, w, a, w, 0, rule, 0, 0, 0, 0, 0)
-    plan = [ep, _WEIGHTS[_kernels.prelu_bwd_c_run][dt], _threads.team().addr,
-            _kernels.part_address("prelu_bwd", view, (False, rule)), 0, view]
+    plan = [ep, _WEIGHTS[_kernels.prelu_bwd_c_run][dt], _threads.team().addr, 0, 0, view]
     _PRELU_BWD_PLAN[dt, nd, rule] = plan
     return plan
 

@@ -14,6 +14,7 @@ from leakyops import _core, _kernels
 from refs import DTYPE_IDS, DTYPES, bits, random_values
 
 dtypes = pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+_MISSING = (_kernels.MISSING_LAST, _kernels.MISSING_ONE, _kernels.MISSING_ROWS)
 
 
 def _spy_plans(monkeypatch, maker: str, plans: str, seen: list):
@@ -27,8 +28,8 @@ def _spy_plans(monkeypatch, maker: str, plans: str, seen: list):
 
         def spy(*args):
             r = ep(*args)
-            if r not in (_kernels.MISSING_LAST, _kernels.MISSING_ONE):  # (a part function
-                seen.append(r)  # made on demand, then the call again: one call here)
+            if r not in _MISSING:  # (a part function made on demand, then the call again:
+                seen.append(r)  # one call here)
             return r
         plan = [spy, *plan[1:]]
         getattr(_core, plans)[dt, nd, rule] = plan
