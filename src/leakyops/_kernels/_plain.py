@@ -66,13 +66,12 @@ def _view(a, shape3):
 
 @njit(inline="always", **NJIT_OPTIONS)
 def prelu_layout(shape, size, c, axis):
-    """``(outer, C, inner, last)`` of prelu_backward's contiguous kernels for ``x``'s shape
-    and a 1-D weight of ``c`` elements along ``axis``, ``last`` telling channels last (inner
-    1: (1, outer, C) views, a slope per element of a row); C is 0 where the contiguous path
-    does not take them: no elements, an axis out of range, or
-    a weight that neither matches the axis's length nor is one shared slope. One shared slope
-    (``c == 1``, PyTorch's ``PReLU()``) is ``(1, 1, size, False)``, the kernels' one-slope
-    units."""
+    """``(outer, C, inner, last)`` of the contiguous prelu kernels for ``x``'s shape (``size``
+    elements) and a 1-D weight of ``c`` elements along ``axis``; ``last`` tells channels last
+    (inner 1: (1, outer, C) views, a slope per element of a row). C is 0 where the contiguous
+    paths do not take them: no elements, an axis out of range, or a weight that neither
+    matches the axis's length nor is one shared slope. One shared slope (``c == 1``,
+    PyTorch's ``PReLU()``; any axis the general path accepts) is ``(1, 1, size, False)``."""
     nd = len(shape)
     if size == 0:
         return 0, 0, 0, False
