@@ -1187,22 +1187,26 @@ def _prelu_plain(x, weight, axis, out, rule):
     nbytes = dest.nbytes
     if nbytes < plan[1]:
         threads, words = 1, plan[2]
+    elif nbytes < plan[13]:  # (enough for some of its kernels: the entry tells)
+        threads, words = 0, plan[2]
     else:
         threads, words = _threads.team_call(plan[2])
-    ran = plan[0](x, weight, dest, axis, rule, threads, words, plan[3], plan[4], plan[5],
-                  plan[6], plan[7], plan[8], plan[9], plan[10],
-                  nbytes * plan[11] >= _WAKE_WAIT_BYTES)
-    if ran == 1:
-        return dest
-    if ran == 0:  # (a shape, stride or overlap the kernels do not take: nothing written)
-        return None
-    if ran == _kernels.MISSING_ROWS:
-        plan[8] = _kernels.part_address("prelu", plan[12], (False, rule))
-    elif ran == _kernels.MISSING_LAST:
-        plan[9] = _kernels.part_address("prelu", plan[12], (True, rule))
-    else:  # (MISSING_ONE)
-        plan[10] = _kernels.part_address("fwd", plan[12], rule)
-    return _prelu_plain(x, weight, axis, dest, rule)
+    while True:
+        ran = plan[0](x, weight, dest, axis, rule, threads, words, plan[3], plan[4], plan[5],
+                      plan[6], plan[7], plan[8], plan[9], plan[10],
+                      nbytes * plan[11] >= _WAKE_WAIT_BYTES)
+        if ran == 1:
+            return dest
+        if ran == 0:  # (a shape, stride or overlap the kernels do not take: nothing written)
+            return None
+        if ran == _kernels.NEEDS_THREADS:
+            threads, words = _threads.team_call(plan[2])
+        elif ran == _kernels.MISSING_ROWS:
+            plan[8] = _kernels.part_address("prelu", plan[12], (False, rule))
+        elif ran == _kernels.MISSING_LAST:
+            plan[9] = _kernels.part_address("prelu", plan[12], (True, rule))
+        else:  # (MISSING_ONE)
+            plan[10] = _kernels.part_address("fwd", plan[12], rule)
 
 
 #: prelu's contiguous path per (storage dtype, ndim, rule): ``[compiled entry
@@ -1211,7 +1215,8 @@ def _prelu_plain(x, weight, axis, out, rule):
 #: which each kernel runs threaded (rows, channels last, short rows, one shared slope), the
 #: part functions' addresses (rows; channels last and short rows; one shared slope: each 0
 #: until a call needs it, ``_kernels.MISSING_ROWS``/``MISSING_LAST``/``MISSING_ONE``), the
-#: thread weight of a byte of the rows' kernel, the kernels' view dtype]``.
+#: thread weight of a byte of the rows' kernel, the kernels' view dtype, the most bytes any
+#: of its kernels needs to run threaded]``.
 _PRELU_PLAN: dict = {}
 
 
@@ -1225,7 +1230,7 @@ def _prelu_plan(dt, nd, rule) -> list:
     ep = _kernels.entry_point(_kernels.prelu_fwd_plain, a, w, a, 0, rule, 0, 0, 0, 0.0, 0.0,
                               0.0, 0.0, 0, 0, 0, 0)
     plan = [ep, min(limits), _threads.team().addr, _SHORT_ROW[dt], *limits, 0, 0, 0,
-            weights[0], view]
+            weights[0], view, max(limits)]
     _PRELU_PLAN[dt, nd, rule] = plan
     return plan
 

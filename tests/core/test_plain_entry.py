@@ -14,7 +14,8 @@ from leakyops import _core, _kernels
 from refs import DTYPE_IDS, DTYPES, bits, random_values
 
 dtypes = pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-_MISSING = (_kernels.MISSING_LAST, _kernels.MISSING_ONE, _kernels.MISSING_ROWS)
+_MISSING = (_kernels.MISSING_LAST, _kernels.MISSING_ONE, _kernels.MISSING_ROWS,
+            _kernels.NEEDS_THREADS)
 
 
 def _spy_plans(monkeypatch, maker: str, plans: str, seen: list):

@@ -30,7 +30,7 @@ from ._team import (address, lrelu_fwd_row_team, prelu_bwd_c_run_team, prelu_fwd
                     prelu_fwd_short_run_team)
 
 __all__ = ["prelu_bwd_plain", "prelu_fwd_plain", "PATTERN_MAX", "MISSING_LAST", "MISSING_ONE",
-           "MISSING_ROWS"]
+           "MISSING_ROWS", "NEEDS_THREADS"]
 
 #: The largest slope pattern (elements) ``prelu_fwd_short_run`` lays out.
 PATTERN_MAX = 1 << 16
@@ -42,6 +42,10 @@ PATTERN_MAX = 1 << 16
 #: first float32 ``prelu`` call without the disk cache: 8.2 s before the entries, 27.5 with
 #: every part and serial kernel in them).
 MISSING_LAST, MISSING_ONE, MISSING_ROWS = 2, 3, 4
+#: What ``prelu_fwd_plain`` returns, nothing written, where its kernel would run threaded but
+#: the core has not asked the team for threads (``threads`` 0): the core asks only where the
+#: kernel it runs weighs the bytes enough (``_cpu.thread_thresholds``), then calls again.
+NEEDS_THREADS = 5
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -143,7 +147,9 @@ def prelu_fwd_plain(x, w, out, axis, ge, threads, team, short_row, lim_rows, lim
     slopes laid out per element (``part_last``, the channels-last part); other rows
     ``prelu_fwd_c_run`` (``part_rows``; channels last ``part_last``). Each runs on
     ``threads`` threads (the team's words at ``team``) where ``out``'s bytes reach its
-    ``lim_*`` (``PARALLEL_MIN_BYTES`` over its thread weight), else on this thread."""
+    ``lim_*`` (``PARALLEL_MIN_BYTES`` over its thread weight), else on this thread;
+    ``threads`` 0 (the core has not asked for them: the bytes reach some kernels' limits, not
+    all) returns ``NEEDS_THREADS``, nothing written, where the chosen kernel's is reached."""
     if out.shape != x.shape:
         return 0
     outer, c, inner, last = prelu_layout(x.shape, x.size, w.shape[0], axis)
@@ -160,11 +166,15 @@ def prelu_fwd_plain(x, w, out, axis, ge, threads, team, short_row, lim_rows, lim
             return MISSING_ONE
         n = x.size
         ov = _view(out, (n,))
+        if threads == 0 and nbytes >= lim_one:
+            return NEEDS_THREADS
         return lrelu_fwd_row_team(_view(x, (n,)), ov, np.float64(_load(wv[0], ov)), ge, team,
                                   part_one, wait, threads if nbytes >= lim_one else 1)
     if last:
         if part_last == 0:
             return MISSING_LAST
+        if threads == 0 and nbytes >= lim_last:
+            return NEEDS_THREADS
         shape3 = (1, outer, c)
         return prelu_fwd_c_run_team(_view(x, shape3), _view(out, shape3), wv, True, ge,
                                     0 if outer >= c else 1, team, part_last, wait,
@@ -174,9 +184,13 @@ def prelu_fwd_plain(x, w, out, axis, ge, threads, team, short_row, lim_rows, lim
     if inner < short_row and c * inner <= PATTERN_MAX:
         if part_last == 0:
             return MISSING_LAST
+        if threads == 0 and nbytes >= lim_short:
+            return NEEDS_THREADS
         return prelu_fwd_short_run_team(xv, ov, wv, ge, team, part_last, wait,
                                         threads if nbytes >= lim_short else 1)
     split = 0 if outer >= c else 1
+    if threads == 0 and nbytes >= lim_rows:
+        return NEEDS_THREADS
     if threads > 1 and nbytes >= lim_rows:
         if part_rows == 0:
             return MISSING_ROWS
