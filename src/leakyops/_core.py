@@ -1501,17 +1501,17 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
         threads, words = 1, plan[2]
     else:
         threads, words = _threads.team_call(plan[2])
-    ran = plan[0](g, x, weight, gi, gw, axis, rule, threads, words, plan[3], plan[4],
-                  work >= _WAKE_WAIT_BYTES)
-    if ran == 1:
-        return gi, gw
-    if ran == 0:  # (a shape, stride or overlap the kernels do not take: nothing written)
-        return None
-    if ran == _kernels.MISSING_ROWS:
-        plan[3] = _kernels.part_address("prelu_bwd", plan[5], (False, rule))
-    else:  # (MISSING_LAST)
-        plan[4] = _kernels.part_address("prelu_bwd", plan[5], (True, rule))
-    return _prelu_backward_plain(g, x, weight, axis, (gi, gw), rule)
+    while True:  # (as _prelu_plain's)
+        ran = plan[0](g, x, weight, gi, gw, axis, rule, threads, words, plan[3], plan[4],
+                      work >= _WAKE_WAIT_BYTES)
+        if ran == 1:
+            return gi, gw
+        if ran == 0:  # (a shape, stride or overlap the kernels do not take: nothing written)
+            return None
+        if ran == _kernels.MISSING_ROWS:
+            plan[3] = _kernels.part_address("prelu_bwd", plan[5], (False, rule))
+        else:  # (MISSING_LAST)
+            plan[4] = _kernels.part_address("prelu_bwd", plan[5], (True, rule))
 
 
 #: prelu_backward's contiguous path per (storage dtype, ndim, rule): ``[compiled entry

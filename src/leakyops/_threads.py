@@ -45,7 +45,8 @@ import numpy as np
 from ._config import DEFAULT_THREADS
 
 __all__ = ["get_num_threads", "set_num_threads", "thread_limit", "parallel_threads",
-           "enter_parallel", "exit_parallel", "layer_name", "team_call", "Team", "OpenMPPool", "openmp_pool", "run_on", "restore_route"]
+           "enter_parallel", "exit_parallel", "layer_name", "team_call", "Team", "OpenMPPool",
+           "openmp_pool", "run_on", "restore_route"]
 
 class _PerThread(threading.local):
     """This thread's settings; the class attributes are the defaults (a missing attribute of a

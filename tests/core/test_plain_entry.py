@@ -181,8 +181,9 @@ def test_shapes_the_kernels_refuse_get_the_general_paths_errors(case, plain_runs
 
 @pytest.mark.parametrize("which", ["x", "g", "weight"])
 def test_operands_not_ndarrays_go_the_general_way(which, plain_runs, fwd_runs):
-    ops = {"g": np.float32(0.5), "x": -2.0, "weight": np.float32(0.25)}
-    ops = {k: (np.array([v], np.float32) if k != which else [np.float32(v)]) for k, v in ops.items()}
+    values = {"g": 0.5, "x": -2.0, "weight": 0.25}  # (``which`` as a list, the others arrays)
+    ops = {k: [np.float32(v)] if k == which else np.array([v], np.float32)
+           for k, v in values.items()}
     gi, gw = leakyops.prelu_backward(ops["g"], ops["x"], ops["weight"], axis=0)
     assert gi.tolist() == [0.125] and gw.tolist() == [-1.0]
     if which != "g":
