@@ -1440,6 +1440,66 @@ def round_grad_weight(acc, dtype, *, bf16_flush=False) -> np.ndarray:
     return result
 
 
+def _exact_grad_weight(g, x, grad_weight, wshape, rule) -> None:
+    """Sum again, exactly, each element of float64 data's ``grad_weight`` that came out of the
+    kernels infinite or NaN, and write the sum of its terms correctly rounded (``g``, ``x``:
+    x's shape; ``grad_weight``: C-contiguous, ``wshape``'s elements; ``rule``: the comparison
+    flag). float64 terms, and sums of finite terms, can overflow, and which of ±inf and NaN
+    the kernels' lanes then give depends on the order of their additions (PyTorch's too); the
+    exact sum does not: NaN where a term is NaN or the terms hold infinities of both signs,
+    ±inf where they hold one sign's, else the correctly rounded sum of the finite terms (±inf
+    only where it is beyond float64's range). A NaN the kernels gave where the exact sum is
+    NaN stays as it is. Runs only where an element is not finite."""
+    gw = grad_weight.reshape(wshape)
+    for idx in np.argwhere(~np.isfinite(gw)):
+        at = tuple(int(i) if n > 1 else slice(None) for i, n in zip(idx, wshape))
+        total = _exact_sum(x[at].reshape(-1), g[at].reshape(-1), rule)
+        if not (math.isnan(total) and math.isnan(gw[tuple(idx)])):
+            gw[tuple(idx)] = total
+
+
+#: ``_exact_sum``'s chunk (elements): its temporaries stay a few MB, its integer sums exact.
+_EXACT_CHUNK = 1 << 20
+
+
+def _exact_sum(x, g, rule) -> float:
+    """The exact sum of the float64 weight-gradient terms of 1-D ``x`` and ``g`` (0 where x is
+    kept, else the rounded product ``x * g``), rounded once to float64: each finite term is
+    ``m * 2**(e - 53)`` with an integer ``|m| < 2**53``; the three 18-bit pieces of the ``m``
+    are summed per exponent as float64 integers (exact below 2**35 terms per exponent), and
+    the per-exponent totals as one Python integer, which Python divides by the scale with one
+    correct rounding (OverflowError: beyond float64's range)."""
+    has_nan = has_pos = has_neg = False
+    pieces = np.zeros((3, 2098), np.int64)  # (e + 1073 for e of np.frexp: 0 ... 2097)
+    for lo in range(0, x.size, _EXACT_CHUNK):
+        xs, gs = x[lo:lo + _EXACT_CHUNK], g[lo:lo + _EXACT_CHUNK]
+        with np.errstate(all="ignore"):
+            t = np.where(xs >= 0 if rule else xs > 0, 0.0, xs * gs)
+        has_nan = has_nan or bool(np.isnan(t).any())
+        has_pos = has_pos or bool((t == np.inf).any())
+        has_neg = has_neg or bool((t == -np.inf).any())
+        if has_nan or has_pos or has_neg:
+            continue
+        frac, exp = np.frexp(t)
+        m = (frac * 2.0 ** 53).astype(np.int64)
+        mag, sign = np.abs(m), np.sign(m)
+        where = exp.astype(np.intp) + 1073
+        for k, shift in enumerate((36, 18, 0)):
+            part = sign * ((mag >> shift) & 0x3FFFF)
+            pieces[k] += np.bincount(where, weights=part, minlength=2098).astype(np.int64)
+    if has_nan or (has_pos and has_neg):
+        return math.nan
+    if has_pos or has_neg:
+        return math.inf if has_pos else -math.inf
+    total = 0
+    for e in np.flatnonzero(pieces.any(axis=0)):
+        total += ((int(pieces[0, e]) << 36) + (int(pieces[1, e]) << 18) + int(pieces[2, e])) << int(e)
+    try:
+        return total / (1 << (1073 + 53))
+    except OverflowError:
+        return math.inf if total > 0 else -math.inf
+
+
 def _prelu_backward_outs(out, x, weight):
     """``(grad_input out, grad_weight out)``, each None or a checked array."""
     if out is None:
@@ -1508,6 +1568,10 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
             return gi, gw
         if ran == 0:  # (a shape, stride or overlap the kernels do not take: nothing written)
             return None
+        if ran == _kernels.NOT_FINITE:  # (float64: ran; an element to sum again exactly)
+            wshape = [x.shape[a] if weight.size > 1 and a == axis % nd else 1 for a in range(nd)]
+            _exact_grad_weight(g, x, gw, wshape, rule)
+            return gi, gw
         if ran == _kernels.MISSING_ROWS:
             plan[3] = _kernels.part_address("prelu_bwd", plan[5], (False, rule))
         else:  # (MISSING_LAST)
@@ -1565,6 +1629,8 @@ def _prelu_backward(grad_output, x, weight, axis, out, compare):
     else:  # a oneDNN kernel's sums: their zero's sign first (_dnnl_sum_zero), then rounded
         grad_weight = round_grad_weight(
             _prelu_backward_into(grad_input, g, x, weight, wshape, rule), x.dtype)
+    if x.dtype == _F64 and not np.isfinite(grad_weight).all():
+        _exact_grad_weight(g, x, grad_weight, wshape, rule)
     with np.errstate(over="ignore", invalid="ignore"):  # casts overflow to ±inf
         if gi_view is not None and not direct:
             np.copyto(gi_view, grad_input, casting="unsafe")

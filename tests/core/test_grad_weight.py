@@ -31,7 +31,7 @@ import pytest
 import leakyops
 from leakyops import _core
 from leakyops import _reference as reference
-from refs import BF16, DTYPE_IDS, DTYPES, bits, to_torch
+from refs import BF16, DTYPE_IDS, DTYPES, bits, exact_sum, to_torch
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 PRECISION = {F16: 11, BF16: 8, F32: 24, F64: 53}  # significand bits
@@ -470,3 +470,80 @@ def test_float32_fused_terms_with_a_kept_inf_or_nan_are_summed_again(channels):
     _assert_finite_sums_correctly_rounded(g, x, gw)
     expected, _ = reference.prelu_backward(g, x, w)
     assert np.array_equal(gi, expected, equal_nan=True)  # (the NaN's payload: unspecified)
+
+
+# ---- float64 terms and sums beyond float64's range -----------------------------------------
+# float64 products round to ±inf where they overflow, and sums of finite terms can overflow
+# where their exact sum does not: which of ±inf and NaN comes out then depends on the order of
+# the additions (the kernels' lanes; PyTorch's cascade). Such an element is summed again
+# exactly: NaN for a NaN term or infinite terms of both signs, ±inf for one sign's, else the
+# exact sum of the finite terms rounded once.
+
+_BIG = float(np.finfo(np.float64).max)
+#: channel -> the (index in the channel's first row, x, g) of its special elements; every
+#: other element is x = -1 with a small integer g (a term -g: ``exact_sum`` adds them as one
+#: integer)
+_OVERFLOW_CHANNELS = [
+    # +0.9·max twice in lanes 0 and 4, a product beyond the range (-inf) in lane 5: -inf
+    # (a hypothesis draw: the kernels' tree added lanes 0 and 4 first, inf + -inf = NaN)
+    [(0, -0.9 * _BIG, -1.0), (4, -0.9 * _BIG, -1.0), (5, -2.5, _BIG)],
+    # +0.9·max twice in one lane, -0.5·max twice: the lane overflows, the exact sum is finite
+    [(0, -0.9 * _BIG, -1.0), (16, -0.9 * _BIG, -1.0), (2, -0.5 * _BIG, 1.0),
+     (3, -0.5 * _BIG, 1.0)],
+    # ±0.9·max twice each, the exact sum the small terms and a subnormal one
+    [(0, -0.9 * _BIG, -1.0), (16, -0.9 * _BIG, -1.0), (2, -0.9 * _BIG, 1.0),
+     (3, -0.9 * _BIG, 1.0), (7, -5e-324, 1.0)],
+    # terms +inf and -inf: NaN
+    [(1, -np.inf, -1.0), (9, -np.inf, 1.0)],
+    # a NaN x: NaN
+    [(3, np.nan, 1.0), (4, -0.9 * _BIG, -1.0), (20, -0.9 * _BIG, -1.0)],
+    # 0.9 + 0.9 + 0.05 of max: the exact sum beyond the range, +inf
+    [(0, -0.9 * _BIG, -1.0), (16, -0.9 * _BIG, -1.0), (2, -0.05 * _BIG, -1.0)],
+    # no special element: the compensated sum as the kernels give it
+    [],
+]
+
+
+def _overflow_data(rows: int, n: int):
+    """``(x, g)`` of shape (rows, channels, n), float64, channel c as ``_OVERFLOW_CHANNELS``
+    says (its specials in row 0)."""
+    rng = np.random.default_rng(45)
+    channels = len(_OVERFLOW_CHANNELS)
+    x = np.full((rows, channels, n), -1.0)
+    g = rng.integers(-3, 4, (rows, channels, n)).astype(np.float64)
+    for c, specials in enumerate(_OVERFLOW_CHANNELS):
+        for k, xv, gv in specials:
+            x[0, c, k], g[0, c, k] = xv, gv
+    return x, g
+
+
+@pytest.mark.parametrize("layout", ["rows", "rows_out", "channels_last", "strided", "threaded",
+                                    "one_slope"])
+def test_float64_grad_weight_beyond_the_range_is_the_exact_sum(layout):
+    """Every layout, the contiguous path (a slope per row, channels last, one shared slope,
+    threaded, into given outputs) and the general one (strided views): each channel's
+    grad_weight is the exact sum of its terms rounded once (the NaN channels NaN)."""
+    rows, n = {"threaded": (24, 20_000), "one_slope": (8, 5_000)}.get(layout, (2, 40))
+    x, g = _overflow_data(rows, n)
+    axis, channels = 1, x.shape[1]
+    if layout == "channels_last":
+        x, g = (np.ascontiguousarray(np.moveaxis(a, 1, 2)) for a in (x, g))
+        axis = -1
+    elif layout == "strided":
+        x, g = (np.repeat(a, 2, axis=2)[..., ::2] for a in (x, g))
+        assert not x.flags.c_contiguous
+    elif layout == "one_slope":  # (channel 0's elements, contiguous: the one-slope units)
+        x, g, channels = np.ascontiguousarray(x[:, :1]), np.ascontiguousarray(g[:, :1]), 1
+    w = np.full(channels, 0.25)
+    out = (np.empty_like(x), np.empty(channels)) if layout == "rows_out" else None
+    gi, gw = leakyops.prelu_backward(g, x, w, axis=axis, out=out)
+    expected_gi, _ = reference.prelu_backward(g, x, w, axis=axis)
+    assert np.array_equal(gi, expected_gi, equal_nan=True)
+    for c in range(channels):
+        at = (slice(None), c) if axis == 1 else (..., c)
+        exact = exact_sum(reference.grad_weight_terms(g[at], x[at]))
+        if math.isnan(exact):
+            assert math.isnan(gw[c]), (c, gw[c])
+        else:
+            assert bits(gw[c:c + 1]).tobytes() == bits(np.array([exact])).tobytes(), (
+                c, gw[c], exact)

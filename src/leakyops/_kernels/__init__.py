@@ -64,8 +64,8 @@ from ._team import (CLAIMED, DONE, GOMP_PARALLEL, IDLE, MAX_THREADS, OMP_MAX_THR
                     OMP_NUM_THREADS, OMP_REGIONS, OMP_RUNNER, OMP_THREAD_NUM, OMP_THREADS_SEEN,
                     OPENMP, ROW, SLEEP, STATE, STOP, SYS_FUTEX, SYSCALL, TEAM_DRIVERS, WORKERS,
                     part_address, runner_address, set_state, worker_loop)
-from ._plain import (MISSING_LAST, MISSING_ONE, MISSING_ROWS, NEEDS_THREADS, prelu_bwd_plain,
-                     prelu_fwd_plain)
+from ._plain import (MISSING_LAST, MISSING_ONE, MISSING_ROWS, NEEDS_THREADS, NOT_FINITE,
+                     prelu_bwd_plain, prelu_fwd_plain)
 from ._threaded import (lrelu_bwd_nd_par, lrelu_bwd_row_par, lrelu_fwd_nd_inplace_par,
                         lrelu_fwd_nd_par, lrelu_fwd_row_inplace_par, lrelu_fwd_row_par,
                         prelu_bwd_c_run_par, prelu_bwd_nd_par, prelu_fwd_nd_par)
@@ -84,4 +84,4 @@ __all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL
            "STOP", "SYS_FUTEX", "OPENMP", "GOMP_PARALLEL", "OMP_THREAD_NUM", "OMP_NUM_THREADS",
            "OMP_MAX_THREADS", "OMP_RUNNER", "OMP_REGIONS", "OMP_THREADS_SEEN", "runner_address",
            "prelu_bwd_plain", "prelu_fwd_plain", "MISSING_LAST", "MISSING_ONE",
-           "MISSING_ROWS", "NEEDS_THREADS"]
+           "MISSING_ROWS", "NEEDS_THREADS", "NOT_FINITE"]

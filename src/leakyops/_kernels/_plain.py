@@ -20,7 +20,8 @@ counting): 0.1 µs less than ``reshape`` on a 2,560-element call.
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, njit
+from numba import carray, njit, types
+from numba.extending import overload
 
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
@@ -30,7 +31,7 @@ from ._team import (address, lrelu_fwd_row_team, prelu_bwd_c_run_team, prelu_fwd
                     prelu_fwd_short_run_team)
 
 __all__ = ["prelu_bwd_plain", "prelu_fwd_plain", "PATTERN_MAX", "MISSING_LAST", "MISSING_ONE",
-           "MISSING_ROWS", "NEEDS_THREADS"]
+           "MISSING_ROWS", "NEEDS_THREADS", "NOT_FINITE"]
 
 #: The largest slope pattern (elements) ``prelu_fwd_short_run`` lays out.
 PATTERN_MAX = 1 << 16
@@ -46,6 +47,12 @@ MISSING_LAST, MISSING_ONE, MISSING_ROWS = 2, 3, 4
 #: the core has not asked the team for threads (``threads`` 0): the core asks only where the
 #: kernel it runs weighs the bytes enough (``_cpu.thread_thresholds``), then calls again.
 NEEDS_THREADS = 5
+#: What ``prelu_bwd_plain`` returns where it ran (everything written) on float64 data and a
+#: ``grad_weight`` element came out infinite or NaN: float64 terms and their sums can
+#: overflow, and the lanes' order then decides between ±inf and NaN (or an infinite result
+#: whose exact sum is finite). The core sums those elements again exactly
+#: (``_core._exact_grad_weight``). The other kinds' terms and sums cannot overflow float64.
+NOT_FINITE = 6
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -60,6 +67,24 @@ def _c_aligned(a) -> bool:
             return False
         step *= n
     return a.ctypes.data % a.itemsize == 0
+
+
+def _finite64(a) -> bool:
+    """Whether every element of the 1-D float64 ``a`` is finite (True for the other kinds'
+    views, not tested: their sums are finite wherever their exact sums are)."""
+
+
+@overload(_finite64, inline="always", jit_options=NJIT_OPTIONS)
+def _ol_finite64(a):
+    if a.dtype != types.float64:
+        return lambda a: True
+
+    def impl(a):
+        for v in a:
+            if not abs(v) < np.inf:
+                return False
+        return True
+    return impl
 
 
 @njit(inline="always", **NJIT_OPTIONS)
@@ -112,7 +137,8 @@ def prelu_bwd_plain(g, x, w, gi, gw, axis, ge, threads, team, part_rows, part_la
     not C-contiguous or not aligned, or ``gi`` sharing memory with another array. On
     ``threads`` > 1 the team driver runs it, posting its parts to the words at ``team``:
     ``part_rows`` is the part function of a slope per row, ``part_last`` of channels last
-    (a slope per element of a row); ``wait``: wake a sleeping worker and wait for it."""
+    (a slope per element of a row); ``wait``: wake a sleeping worker and wait for it.
+    ``NOT_FINITE`` where it ran on float64 data and a ``grad_weight`` element is not finite."""
     if g.shape != x.shape or gi.shape != x.shape or gw.shape[0] != w.shape[0]:
         return 0
     outer, c, inner, last = prelu_layout(x.shape, x.size, w.shape[0], axis)
@@ -128,16 +154,21 @@ def prelu_bwd_plain(g, x, w, gi, gw, axis, ge, threads, team, part_rows, part_la
         if part_last == 0:
             return MISSING_LAST
         shape3 = (1, outer, c)
-        return prelu_bwd_c_run_team(_view(g, shape3), _view(x, shape3), _view(gi, shape3), wv,
-                                    gwv, True, ge, team, part_last, wait, threads)
-    shape3 = (outer, c, inner)
-    gv, xv, giv = _view(g, shape3), _view(x, shape3), _view(gi, shape3)
-    if threads > 1:
-        if part_rows == 0:
-            return MISSING_ROWS
-        return prelu_bwd_c_run_team(gv, xv, giv, wv, gwv, False, ge, team, part_rows, wait,
-                                    threads)
-    return int(prelu_bwd_c_run(gv, xv, giv, wv, gwv, False, ge))
+        ran = prelu_bwd_c_run_team(_view(g, shape3), _view(x, shape3), _view(gi, shape3), wv,
+                                   gwv, True, ge, team, part_last, wait, threads)
+    else:
+        shape3 = (outer, c, inner)
+        gv, xv, giv = _view(g, shape3), _view(x, shape3), _view(gi, shape3)
+        if threads > 1:
+            if part_rows == 0:
+                return MISSING_ROWS
+            ran = prelu_bwd_c_run_team(gv, xv, giv, wv, gwv, False, ge, team, part_rows, wait,
+                                       threads)
+        else:
+            ran = int(prelu_bwd_c_run(gv, xv, giv, wv, gwv, False, ge))
+    if ran == 1 and not _finite64(gwv):
+        return NOT_FINITE
+    return ran
 
 
 @_jit
