@@ -85,7 +85,8 @@ def test_every_contiguous_layout_runs_compiled_with_the_general_paths_bits(
     g, x, w = operands(np.random.default_rng(len(shape) * 31 + c), dtype, shape, c)
     out = (np.empty(shape, dtype), np.empty(c, dtype)) if given else None
     got = leakyops.prelu_backward(g, x, w, axis=axis, out=out)
-    assert plain_runs == [1]
+    # (float64 specials can make a grad_weight element inf or NaN: the entry ran, and says so)
+    assert plain_runs == [1] or (dtype == np.float64 and plain_runs == [_kernels.NOT_FINITE])
     if given:
         assert got[0] is out[0] and got[1] is out[1]
     assert_bits(got, general(g, x, w, axis))
