@@ -355,3 +355,106 @@ def test_an_edit_to_any_kernel_file_recompiles_every_kernel(tmp_path):
     r = _run(code, env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[-1] == "-3.0"
+
+
+# ---- the disk cache with several writers -----------------------------------------------------
+# numba's cache index and data files are written without a lock: two processes compiling at
+# once can give two signatures one data file, and the index can then name a file holding
+# another signature's code (seen in this suite: ``finish_lanes`` for float32, typed in a child
+# process, loaded from a file holding its int16 code). leakyops' kernels save and load their
+# cache under a lock and treat an entry of another signature as a miss (``_kernels._jit``).
+
+_CACHED_MODULE = """
+from leakyops._kernels._jit import _jit
+
+@_jit
+def inc(x):
+    return x + 1
+
+@_jit
+def twice_inc(x):  # (types its callee from the cache, as the kernels' drivers do)
+    return inc(x) * 2
+"""
+
+
+def _cache_entries(cache: pathlib.Path, name: str) -> dict:
+    """``{argument types as text: data file}`` of function ``name``'s cache index."""
+    import pickle
+
+    (index,) = cache.rglob(f"*.{name}-*.nbi")
+    with open(index, "rb") as f:
+        pickle.load(f)  # (numba's version)
+        _, overloads = pickle.loads(f.read())
+    return {str(key[0]): index.parent / data for key, data in overloads.items()}
+
+
+def test_a_cache_entry_holding_another_signatures_code_is_compiled_again(tmp_path):
+    """The race's result, made by hand: ``inc``'s int64 and float64 data files swapped. A
+    process then compiling ``twice_inc`` types ``inc`` from the cache and gets each
+    signature's own code (numba alone failed to type the caller), and a third process loads
+    both of ``inc``'s entries from the cache again."""
+    (tmp_path / "cached_mod.py").write_text(_CACHED_MODULE)
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path)}
+    direct = "import cached_mod as m; print(m.inc(1), m.inc(1.5), sum(m.inc.stats.cache_hits.values()))"
+    first = _run(direct, env)
+    assert first.returncode == 0 and first.stdout.split() == ["2", "2.5", "0"], first.stderr
+    files = sorted(_cache_entries(tmp_path / "cache", "inc").values())
+    assert len(files) == 2
+    a, b = (p.read_bytes() for p in files)
+    files[0].write_bytes(b)
+    files[1].write_bytes(a)
+    swapped = _run("import cached_mod as m; print(m.twice_inc(1), m.twice_inc(1.5))", env)
+    assert swapped.returncode == 0, swapped.stderr[-3000:]
+    assert swapped.stdout.split() == ["4", "5.0"]
+    again = _run(direct, env)
+    assert again.returncode == 0 and again.stdout.split() == ["2", "2.5", "2"], again.stderr
+
+
+_MANY_SIGNATURES = """
+import os, sys, time
+import numpy as np
+import cached_mod as m
+start = float(sys.argv[1])
+while time.time() < start:  # (every process compiles at the same moment)
+    time.sleep(0.001)
+kinds = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+         np.float32, np.float64, np.complex64, np.complex128]
+k = int(sys.argv[2])
+for t in kinds[k:] + kinds[:k]:
+    m.inc(np.zeros(3, t))
+print("ok")
+"""
+
+
+def test_processes_compiling_into_one_cache_at_once_leave_every_entry_its_own_code(tmp_path):
+    """Four processes compile twelve signatures each into one cold cache, at the same moment,
+    in different orders: afterwards each index entry's data file holds the code of that
+    entry's signature."""
+    import time
+
+    (tmp_path / "cached_mod.py").write_text(_CACHED_MODULE)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tmp_path))
+    start = time.time() + 8
+    procs = [subprocess.Popen([sys.executable, "-c", _MANY_SIGNATURES, str(start), str(3 * k)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for k in range(4)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    entries = _cache_entries(tmp_path / "cache", "inc")
+    assert len(entries) == 12
+    check = _run(_HELD_SIGNATURES + f"\nheld({[str(p) for p in entries.values()]!r})", env)
+    assert check.returncode == 0, check.stderr[-2000:]
+    held = check.stdout.split("\n")[:-1]
+    assert held == list(entries), [(path.name, sig, got) for (sig, path), got
+                                   in zip(entries.items(), held) if sig != got]
+
+
+_HELD_SIGNATURES = """
+import pickle
+def held(paths):  # (unpickled where cached_mod imports)
+    for path in paths:
+        with open(path, "rb") as f:
+            data = pickle.loads(f.read())
+        (sig,) = [item for item in data if type(item).__name__ == "Signature"]
+        print(tuple(sig.args))
+"""

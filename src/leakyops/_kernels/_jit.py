@@ -6,13 +6,30 @@ rules of ``_rules.py``, so an edited rule would leave stale loops behind. Every 
 package is therefore stamped with all of its source files and with the settings that change
 the code generated (the software float16 conversions), so that a change to any of them
 recompiles them all.
+
+numba's disk cache is not safe for processes that compile at once (pytest-xdist's workers, a
+pool, Dask's workers on a cold cache): each writer reads the index, takes the first free data
+file number and writes both, so two writers can give two signatures the same data file, and
+the index can name a file holding another signature's code. numba then loads that code for
+the signature asked, and every later process fails to type the kernel's callers (seen: the
+test suite's thread-count child, ``finish_lanes`` for float32 typed from a file holding its
+int16 code). Each kernel's cache file therefore saves under an exclusive lock and loads under
+a shared one (``fcntl.flock`` on one lock file per cache directory, where the OS has it), and a
+loaded entry whose signature is not the one asked is a miss: the kernel is compiled and its
+entry written again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import warnings
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock, the signature check stays
+    fcntl = None
 
 from numba import njit, typeof, types
 
@@ -62,14 +79,71 @@ class _PackageStampedLocator:
         return self._stamp
 
 
+@contextlib.contextmanager
+def _cache_lock(directory: str, exclusive: bool):
+    """An inter-process lock on ``directory``'s cache files (none where the OS has no flock
+    or the lock file cannot be opened: numba's own behaviour)."""
+    fd = None
+    if fcntl is not None:
+        try:
+            fd = os.open(os.path.join(directory, "leakyops-cache.lock"), os.O_RDWR | os.O_CREAT,
+                         0o666)
+        except OSError:
+            fd = None
+    try:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # (releases the lock)
+
+
+def _signature_args(data):
+    """The argument types of a cache entry's compile result (numba's reduced tuple holds its
+    ``Signature``), or None where this numba's layout has none."""
+    for item in data if isinstance(data, tuple) else ():
+        if type(item).__name__ == "Signature" and hasattr(item, "args"):
+            return tuple(item.args)
+    return None
+
+
+class _LockedCacheFile:
+    """A numba cache file (index and data) whose saves and loads are under ``_cache_lock``,
+    and whose loads return only an entry compiled for the key's signature."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def save(self, key, data):
+        with _cache_lock(self._inner._cache_path, True):
+            self._inner.save(key, data)
+
+    def load(self, key):
+        with _cache_lock(self._inner._cache_path, False):
+            data = self._inner.load(key)
+        if data is not None:
+            want = getattr(key[0], "args", key[0])
+            got = _signature_args(data)
+            if got is not None and got != tuple(want):
+                return None  # (another signature's code under this key: compile it again)
+        return data
+
+
 def _stamped(dispatcher):
-    """``dispatcher`` with its cache stamped by the whole package; ``None`` where this numba
-    keeps its cache elsewhere (the caller then compiles without a disk cache)."""
+    """``dispatcher`` with its cache stamped by the whole package, its saves and loads locked
+    and checked (``_LockedCacheFile``); ``None`` where this numba keeps its cache elsewhere
+    (the caller then compiles without a disk cache)."""
     stamp = _package_stamp()
     try:
         cache = dispatcher._cache
         cache._impl._locator = _PackageStampedLocator(cache._impl._locator, stamp)
         cache._cache_file._source_stamp = stamp  # (the index compares this one)
+        cache._cache_file._cache_path  # (the directory _LockedCacheFile locks)
+        cache._cache_file = _LockedCacheFile(cache._cache_file)
     except AttributeError:  # pragma: no cover - another numba's cache layout
         return None
     return dispatcher
