@@ -31,7 +31,7 @@ import pytest
 import leakyops
 from leakyops import _core
 from leakyops import _reference as reference
-from refs import BF16, DTYPE_IDS, DTYPES, bits, exact_sum, to_torch
+from refs import BF16, DTYPE_IDS, DTYPES, bits, exact_sum, random_values, to_torch
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 PRECISION = {F16: 11, BF16: 8, F32: 24, F64: 53}  # significand bits
@@ -547,3 +547,31 @@ def test_float64_grad_weight_beyond_the_range_is_the_exact_sum(layout):
         else:
             assert bits(gw[c:c + 1]).tobytes() == bits(np.array([exact])).tobytes(), (
                 c, gw[c], exact)
+
+
+# ---- strided rows: the same lanes as contiguous rows -------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("n", [5, 16, 40, 2053])
+def test_strided_rows_give_the_bits_of_contiguous_rows(dtype, n):
+    """The general path sums a row of a slope per row in sixteen lanes whatever its stride:
+    rows with unit stride as vectors (``_row_sum_c``), strided rows gathered into the same
+    vectors and their tail into the same lanes (``_row_sum_strided``). The same values in both
+    layouts (the outer axis strided, then the inner one) give the same bits."""
+    rng = np.random.default_rng(n)
+    x, g = (random_values(rng, (4, 6, n), dtype) for _ in range(2))
+    w = random_values(rng, (6,), dtype)
+    rows, strided = [], []
+    for a in (x, g):
+        outer = np.empty((8, 6, n), dtype)
+        outer[::2] = a
+        inner = np.empty((4, 6, 2 * n), dtype)
+        inner[..., ::2] = a
+        rows.append(outer[::2])
+        strided.append(inner[..., ::2])
+    assert rows[0].strides[2] == dtype.itemsize and strided[0].strides[2] == 2 * dtype.itemsize
+    gi_a, gw_a = leakyops.prelu_backward(rows[1], rows[0], w)
+    gi_b, gw_b = leakyops.prelu_backward(strided[1], strided[0], w)
+    assert np.array_equal(bits(gi_a), bits(gi_b))
+    assert np.array_equal(bits(gw_a), bits(gw_b))

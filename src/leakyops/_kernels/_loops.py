@@ -548,13 +548,35 @@ def _row_sum_c(g, x, gi, i, j, k0, k1, s, ge):
     return sums, comps
 
 
+@njit(inline="always", **NJIT_OPTIONS)
+def _gather(a, k):
+    """Elements k to k + LANES of the 1-D view ``a`` (any stride), a ``Vec``."""
+    v = vsplat(a[k], LANES)
+    for m in range(1, LANES):
+        v = vset_lane(v, m, a[k + m])
+    return v
+
+
 @_jit(_nrt=False)
 def _row_sum_strided(g, x, gi, k0, k1, s, ge):
-    """``_row_sum_c`` for 1-D views of any strides, one element at a time: the same lanes,
-    the same bits."""
+    """``_row_sum_c`` for 1-D views of any strides: each LANES elements gathered into a
+    vector and summed as ``_row_sum_c`` sums its vectors, the tail one element at a time into
+    its lane: the same lanes, the same bits (10,240 float64 elements in rows of 40 through
+    ``prelu_bwd_nd`` on one thread: 138 µs with every element added into its lane alone)."""
     sums = vsplat(_sum_start(ge), LANES)
     comps = vsplat(0.0, LANES)
-    for k in range(k0, k1):
+    k = k0
+    while k + LANES <= k1:
+        xs = _gather(x, k)
+        gs = _gather(g, k)
+        xv = _load(xs, gi)
+        gv = _load(gs, gi)
+        r = _narrow(_lrelu_grad(gv, xv, s, ge), gi)
+        for m in range(LANES):
+            gi[k + m] = vlane(r, m)
+        sums, comps = _lanes_add(sums, comps, _term_of(xs, gs, xv, gv, ge), x)
+        k += LANES
+    for k in range(k, k1):
         xs = x[k]
         gs = g[k]
         xv = _load(xs, gi)
