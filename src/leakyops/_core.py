@@ -1453,26 +1453,28 @@ def _exact_grad_weight(g, x, grad_weight, wshape, rule) -> None:
     gw = grad_weight.reshape(wshape)
     for idx in np.argwhere(~np.isfinite(gw)):
         at = tuple(int(i) if n > 1 else slice(None) for i, n in zip(idx, wshape))
-        total = _exact_sum(x[at].reshape(-1), g[at].reshape(-1), rule)
+        total = _exact_sum(x[at], g[at], rule)
         if not (math.isnan(total) and math.isnan(gw[tuple(idx)])):
             gw[tuple(idx)] = total
 
 
 #: ``_exact_sum``'s chunk (elements): its temporaries stay a few MB, its integer sums exact.
-_EXACT_CHUNK = 1 << 20
+_EXACT_CHUNK = 1 << 18
 
 
 def _exact_sum(x, g, rule) -> float:
-    """The exact sum of the float64 weight-gradient terms of 1-D ``x`` and ``g`` (0 where x is
-    kept, else the rounded product ``x * g``), rounded once to float64: each finite term is
+    """The exact sum of the float64 weight-gradient terms of ``x`` and ``g`` (views of one
+    shape, read in chunks of at most ``_EXACT_CHUNK`` elements, never copied whole; 0 where x
+    is kept, else the rounded product ``x * g``), rounded once to float64: each finite term is
     ``m * 2**(e - 53)`` with an integer ``|m| < 2**53``; the three 18-bit pieces of the ``m``
     are summed per exponent as float64 integers (exact below 2**35 terms per exponent), and
     the per-exponent totals as one Python integer, which Python divides by the scale with one
     correct rounding (OverflowError: beyond float64's range)."""
     has_nan = has_pos = has_neg = False
     pieces = np.zeros((3, 2098), np.int64)  # (e + 1073 for e of np.frexp: 0 ... 2097)
-    for lo in range(0, x.size, _EXACT_CHUNK):
-        xs, gs = x[lo:lo + _EXACT_CHUNK], g[lo:lo + _EXACT_CHUNK]
+    chunks = np.nditer([x, g], flags=["external_loop", "buffered", "zerosize_ok"],
+                       op_flags=[["readonly"], ["readonly"]], buffersize=_EXACT_CHUNK)
+    for xs, gs in chunks:
         with np.errstate(all="ignore"):
             t = np.where(xs >= 0 if rule else xs > 0, 0.0, xs * gs)
         has_nan = has_nan or bool(np.isnan(t).any())
