@@ -458,3 +458,29 @@ def held(paths):  # (unpickled where cached_mod imports)
         (sig,) = [item for item in data if type(item).__name__ == "Signature"]
         print(tuple(sig.args))
 """
+
+
+def test_a_cache_lock_the_file_system_refuses_is_no_lock(tmp_path, monkeypatch):
+    """Where flock fails (a file system without locks: ENOLCK) or the lock file cannot be
+    made (a read-only directory), the cache is used as numba uses it, without a lock: no
+    error reaches the call."""
+    import errno
+
+    from leakyops._kernels import _jit
+
+    if _jit.fcntl is None:
+        pytest.skip("no fcntl on this OS: the cache is never locked")
+
+    def refuse(fd, op):
+        raise OSError(errno.ENOLCK, "no locks available")
+
+    entered = []
+    with _jit._cache_lock(str(tmp_path), True):  # (a working lock first: the file is made)
+        entered.append("locked")
+    monkeypatch.setattr(_jit.fcntl, "flock", refuse)
+    with _jit._cache_lock(str(tmp_path), True):
+        entered.append("refused")
+    with _jit._cache_lock(str(tmp_path / "missing"), False):
+        entered.append("no directory")
+    assert entered == ["locked", "refused", "no directory"]
+    assert (tmp_path / "leakyops-cache.lock").exists()

@@ -81,18 +81,20 @@ class _PackageStampedLocator:
 
 @contextlib.contextmanager
 def _cache_lock(directory: str, exclusive: bool):
-    """An inter-process lock on ``directory``'s cache files (none where the OS has no flock
-    or the lock file cannot be opened: numba's own behaviour)."""
+    """An inter-process lock on ``directory``'s cache files (none where the OS has no flock,
+    or the lock file cannot be opened or locked, e.g. a read-only directory or a file system
+    without locks: numba's own behaviour)."""
     fd = None
     if fcntl is not None:
         try:
             fd = os.open(os.path.join(directory, "leakyops-cache.lock"), os.O_RDWR | os.O_CREAT,
                          0o666)
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         except OSError:
+            if fd is not None:
+                os.close(fd)
             fd = None
     try:
-        if fd is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         yield
     finally:
         if fd is not None:
