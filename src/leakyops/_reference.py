@@ -22,6 +22,8 @@ array([-1., -0.,  3.], dtype=float16)
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from leakyops._core import result_dtype
@@ -123,7 +125,8 @@ def prelu_backward(grad_output, x, weight, axis: int = 1, *,
                    compare: str = ">") -> tuple[np.ndarray, np.ndarray]:
     """``(grad_input, grad_weight)``: ``dx = g if x > 0 else w[c] * g``; ``dw[c]`` the float64
     sum of :func:`grad_weight_terms` over the elements of channel ``c``, rounded once to the
-    weight's dtype and shaped like it."""
+    weight's dtype and shaped like it (float64 data whose sum is not finite: summed again
+    exactly, as the library does)."""
     x, weight = np.asarray(x), np.asarray(weight)
     g = np.broadcast_to(np.asarray(grad_output), x.shape)
     ct = compute_dtype(x.dtype)
@@ -136,5 +139,31 @@ def prelu_backward(grad_output, x, weight, axis: int = 1, *,
             total = terms.sum()
         else:
             total = terms.sum(axis=tuple(i for i in range(x.ndim) if placed.shape[i] == 1), keepdims=True)
-        grad_weight = np.asarray(total, np.float64).astype(weight.dtype).reshape(weight.shape)
+        total = np.array(total, np.float64)
+        if x.dtype == np.float64 and not np.isfinite(total).all():
+            _exact_where_not_finite(terms, total, placed.shape)
+        grad_weight = total.astype(weight.dtype).reshape(weight.shape)
     return grad_input, grad_weight
+
+
+def _exact_where_not_finite(terms: np.ndarray, total: np.ndarray, placed_shape: tuple) -> None:
+    """float64 data's sums that came out infinite or NaN, summed again exactly: float64
+    terms and their partial sums can overflow, and NumPy's order then decides between ±inf
+    and NaN. A NaN term, or infinite terms of both signs: NaN; infinite terms of one sign:
+    that infinity; else the exact (Fraction) sum of the terms rounded once, ±inf only beyond
+    float64's range."""
+    for idx in np.argwhere(~np.isfinite(total)):
+        at = tuple(int(i) if n > 1 else slice(None) for i, n in zip(idx, placed_shape))
+        t = np.asarray(terms[at]).reshape(-1)
+        pos, neg = bool((t == np.inf).any()), bool((t == -np.inf).any())
+        if np.isnan(t).any() or (pos and neg):
+            value = np.nan
+        elif pos or neg:
+            value = np.inf if pos else -np.inf
+        else:
+            exact = sum(map(Fraction, t.tolist()), Fraction(0))
+            try:
+                value = float(exact)
+            except OverflowError:
+                value = np.inf if exact > 0 else -np.inf
+        total[tuple(idx)] = value
