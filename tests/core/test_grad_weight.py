@@ -558,14 +558,20 @@ def test_float64_grad_weight_beyond_the_range_is_the_exact_sum(layout):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("n", [5, 16, 40, 2053])
-def test_strided_rows_give_the_bits_of_contiguous_rows(dtype, n):
+@pytest.mark.parametrize("specials", [False, True], ids=["finite", "specials"])
+def test_strided_rows_give_the_bits_of_contiguous_rows(dtype, n, specials):
     """The general path sums a row of a slope per row in sixteen lanes whatever its stride:
     rows with unit stride as vectors (``_row_sum_c``), strided rows gathered into the same
     vectors and their tail into the same lanes (``_row_sum_strided``). The same values in both
-    layouts (the outer axis strided, then the inner one) give the same bits."""
+    layouts (the outer axis strided, then the inner one) give the same bits: grad_input always,
+    grad_weight for finite data (with special values mixed in, its NaNs where they are: a NaN's
+    sign and payload are not specified, and under the AVX2 caps they differed)."""
     rng = np.random.default_rng(n)
-    x, g = (random_values(rng, (4, 6, n), dtype) for _ in range(2))
-    w = random_values(rng, (6,), dtype)
+    if specials:
+        x, g = (random_values(rng, (4, 6, n), dtype) for _ in range(2))
+    else:
+        x, g = ((rng.standard_normal((4, 6, n)) * 4).astype(dtype) for _ in range(2))
+    w = random_values(rng, (6,), dtype) if specials else _cast(rng.uniform(-1, 1, 6), dtype)
     rows, strided = [], []
     for a in (x, g):
         outer = np.empty((8, 6, n), dtype)
@@ -578,4 +584,7 @@ def test_strided_rows_give_the_bits_of_contiguous_rows(dtype, n):
     gi_a, gw_a = leakyops.prelu_backward(rows[1], rows[0], w)
     gi_b, gw_b = leakyops.prelu_backward(strided[1], strided[0], w)
     assert np.array_equal(bits(gi_a), bits(gi_b))
-    assert np.array_equal(bits(gw_a), bits(gw_b))
+    nan = np.isnan(gw_a.astype(np.float64))
+    assert np.array_equal(nan, np.isnan(gw_b.astype(np.float64)))
+    assert specials or not nan.any()
+    assert np.array_equal(bits(gw_a)[~nan], bits(gw_b)[~nan])
