@@ -8,9 +8,6 @@ were written with (a ``ge`` flag, a weight already shaped to broadcast against `
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
 import ml_dtypes
 import numpy as np
 
@@ -116,24 +113,8 @@ def assert_same_sum(actual, expected, abs_terms):
     assert not bad.any(), f"{bad.sum()} sums differ beyond the bound: {a[bad][:3]} {e[bad][:3]}"
 
 
-def exact_sum(terms) -> float:
-    """The exact sum of float64 ``terms`` rounded once to float64, with the rules of IEEE
-    addition for the non-finite ones: NaN for a NaN or infinities of both signs, else the
-    infinity of the one sign present; ±inf where the exact sum is beyond float64's range (a
-    Fraction sum: for the tests' small arrays, and for larger ones made mostly of small
-    integers, which are added as one integer)."""
-    t = np.asarray(terms, np.float64).reshape(-1)
-    pos, neg = bool((t == np.inf).any()), bool((t == -np.inf).any())
-    if np.isnan(t).any() or (pos and neg):
-        return math.nan
-    if pos or neg:
-        return math.inf if pos else -math.inf
-    ints = (np.abs(t) <= 2.0 ** 20) & (t == np.trunc(t))  # (their float64 sum is exact)
-    total = Fraction(int(t[ints].sum())) + sum(map(Fraction, t[~ints].tolist()), Fraction(0))
-    try:
-        return float(total)
-    except OverflowError:
-        return math.inf if total > 0 else -math.inf
+#: The exact sum of float64 terms, rounded once (the package's reference, as ``ref_*``).
+exact_sum = reference.exact_sum
 
 
 # ---- PyTorch (test dependency only) -------------------------------------------------------

@@ -36,6 +36,7 @@ __all__ = [
     "prelu",
     "prelu_backward",
     "grad_weight_terms",
+    "exact_sum",
 ]
 
 
@@ -146,24 +147,30 @@ def prelu_backward(grad_output, x, weight, axis: int = 1, *,
     return grad_input, grad_weight
 
 
+def exact_sum(terms) -> float:
+    """The exact sum of float64 ``terms`` rounded once to float64, with the rules of IEEE
+    addition for the non-finite ones: NaN for a NaN or infinities of both signs, else the
+    infinity of the one sign present; ±inf where the exact sum is beyond float64's range. A
+    Fraction sum (the small integers among the terms, whose float64 sum is exact, added as
+    one integer first)."""
+    t = np.asarray(terms, np.float64).reshape(-1)
+    pos, neg = bool((t == np.inf).any()), bool((t == -np.inf).any())
+    if np.isnan(t).any() or (pos and neg):
+        return np.nan
+    if pos or neg:
+        return np.inf if pos else -np.inf
+    ints = (np.abs(t) <= 2.0 ** 20) & (t == np.trunc(t))
+    total = Fraction(int(t[ints].sum())) + sum(map(Fraction, t[~ints].tolist()), Fraction(0))
+    try:
+        return float(total)
+    except OverflowError:
+        return np.inf if total > 0 else -np.inf
+
+
 def _exact_where_not_finite(terms: np.ndarray, total: np.ndarray, placed_shape: tuple) -> None:
-    """float64 data's sums that came out infinite or NaN, summed again exactly: float64
-    terms and their partial sums can overflow, and NumPy's order then decides between ±inf
-    and NaN. A NaN term, or infinite terms of both signs: NaN; infinite terms of one sign:
-    that infinity; else the exact (Fraction) sum of the terms rounded once, ±inf only beyond
-    float64's range."""
+    """float64 data's sums that came out infinite or NaN, summed again exactly
+    (:func:`exact_sum`): float64 terms and their partial sums can overflow, and NumPy's order
+    then decides between ±inf and NaN."""
     for idx in np.argwhere(~np.isfinite(total)):
         at = tuple(int(i) if n > 1 else slice(None) for i, n in zip(idx, placed_shape))
-        t = np.asarray(terms[at]).reshape(-1)
-        pos, neg = bool((t == np.inf).any()), bool((t == -np.inf).any())
-        if np.isnan(t).any() or (pos and neg):
-            value = np.nan
-        elif pos or neg:
-            value = np.inf if pos else -np.inf
-        else:
-            exact = sum(map(Fraction, t.tolist()), Fraction(0))
-            try:
-                value = float(exact)
-            except OverflowError:
-                value = np.inf if exact > 0 else -np.inf
-        total[tuple(idx)] = value
+        total[tuple(idx)] = exact_sum(terms[at])
