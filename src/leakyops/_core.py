@@ -1571,8 +1571,7 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
         if ran == 0:  # (a shape, stride or overlap the kernels do not take: nothing written)
             return None
         if ran == _kernels.NOT_FINITE:  # (float64: ran; an element to sum again exactly)
-            wshape = [x.shape[a] if weight.size > 1 and a == axis % nd else 1 for a in range(nd)]
-            _exact_grad_weight(g, x, gw, wshape, rule)
+            _exact_grad_weight(g, x, gw, _prelu_weight_shape(x.shape, weight.shape, axis), rule)
             return gi, gw
         if ran == _kernels.MISSING_ROWS:
             plan[3] = _kernels.part_address("prelu_bwd", plan[5], (False, rule))
