@@ -99,6 +99,48 @@ def test_every_bfloat16_input_gives_the_reference_bits():
     assert all(word in p["bfloat16"] for p in _cpu.kernel_paths().values())
 
 
+def _zero_lane_data() -> np.ndarray:
+    """Vectors of 32 bfloat16 lanes (the instruction's step): ordinary values with one +-0
+    lane (a zero result, no subnormal), +-0 with a lane whose product with a small slope is
+    subnormal, a subnormal input alone, and vectors of zeros only."""
+    rng = np.random.default_rng(46)
+    v = (rng.standard_normal((12, 32)) * 3).astype(np.float32)
+    v[0, 5] = 0.0
+    v[1, 31] = -0.0
+    v[2, 0], v[2, 17] = 0.0, -0.0
+    v[3, 9], v[3, 20] = 0.0, 2.0 ** -120  # (times 0.01: a float32 subnormal)
+    v[4, 3] = 2.0 ** -130  # (a bfloat16 subnormal input)
+    v[5] = 0.0
+    v[6] = -0.0
+    v[7, ::2] = 0.0
+    return v.ravel().astype(BF16)
+
+
+def test_vectors_with_a_zero_lane_give_the_reference_bits():
+    """A vector whose rounded result has a +-0 lane takes the instruction's second test (any
+    subnormal?) and, only then, the integer rounding (``_vector.round_bf16_hw``): zero lanes
+    beside normal ones, beside subnormal ones, and whole vectors of zeros, in every operator
+    that rounds to bfloat16, at one and two threads' worth of data, at offsets across a
+    vector."""
+    x = _zero_lane_data()
+    g = x[::-1].copy()
+    for s in (0.01, -0.37, 2.0 ** -120):
+        for k in (0, 1, 17):  # (where the vectors start)
+            xs, gs = x[k:], g[k:]
+            assert_same(leakyops.leaky_relu(xs, s), ref_leaky_relu(xs, s))
+            y = xs.copy()
+            leakyops.leaky_relu_(y, s)
+            assert_same(y, ref_leaky_relu(xs, s))
+            assert_same(leakyops.leaky_relu_backward(gs, xs, s), ref_leaky_relu_backward(gs, xs, s))
+        w = np.array([s, 0.5], np.float64).astype(BF16)
+        rows = x.reshape(1, 2, -1)
+        assert_same(leakyops.prelu(rows, w), ref_prelu(rows, w.reshape(1, 2, 1)))
+        assert_same(leakyops.prelu_backward(g.reshape(rows.shape), rows, w)[0],
+                    ref_prelu_backward(g.reshape(rows.shape), rows, w.reshape(1, 2, 1))[0])
+    big = np.tile(x, 200)  # (threaded)
+    assert_same(leakyops.leaky_relu(big, 0.01), ref_leaky_relu(big, 0.01))
+
+
 def _grad_weight_cases() -> dict[str, np.ndarray]:
     """prelu_backward on rows of every length around its loop's steps: the two-vector step of
     the instruction's path (32 elements) and the one-vector step (16), the float32 blocks (128)

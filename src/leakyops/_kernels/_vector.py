@@ -586,8 +586,10 @@ def round_bf16_hw(builder, value, exact):
     The instruction rounds to nearest even and quiets NaN as the integer rounding does, but
     takes a float32 subnormal for zero (its bfloat16 result is subnormal too, or the smallest
     normal): a vector with such a lane takes ``exact(builder)`` instead, the integer rounding,
-    in a branch of its own (one compare and a test per vector on the common path). Checked
-    for every one of the 2**32 float32 values: the same bits as the integer rounding."""
+    in a branch of its own. The common path tests the result's words for +-0 (one
+    ``vptestnmw`` a vector); only a vector with a zero lane tests its inputs for subnormals
+    (``vfpclassps``). Checked for every one of the 2**32 float32 values: the same bits as the
+    integer rounding."""
     n = value.type.count
     i16 = ir.VectorType(ir.IntType(16), n)
     if n == 32:  # one vcvtne2ps2bf16 for both halves (LLVM makes two vcvtneps2bf16 of fptrunc)
@@ -601,6 +603,39 @@ def round_bf16_hw(builder, value, exact):
         fast = builder.bitcast(builder.call(both, [hi, lo]), i16)  # (the second gives lanes 0-15)
     else:
         fast = builder.bitcast(builder.fptrunc(value, ir.VectorType(_BFloat(), n)), i16)
+    # The instruction's result is +-0 exactly where its input is +-0 or a float32 subnormal (a
+    # normal float32 rounds to a normal bfloat16 or to infinity): one test of the result's
+    # words (vptestnmw, 32 lanes at once) picks the vectors that may need the integer
+    # rounding, and only those (a zero lane, or a subnormal) take vfpclassps on the input.
+    # On Intel's two 512-bit ports that test of the common path replaces two vfpclassps.
+    # (through an empty asm: LLVM would otherwise see the bfloat behind the bits and compare
+    # the result with 0.0 as float32, widened through the stack)
+    fast = builder.asm(ir.FunctionType(i16, [i16]), "", "=v,0", [fast], False)
+    zero = builder.icmp_unsigned("==", builder.and_(fast, ir.Constant(i16, 0x7FFF)),
+                                 ir.Constant(i16, 0))
+    zeros = builder.asm(ir.FunctionType(ir.IntType(n), [ir.IntType(n)]), "", "=r,0",
+                        [builder.bitcast(zero, ir.IntType(n))], False)
+    any_zero = builder.icmp_unsigned("!=", zeros, ir.Constant(ir.IntType(n), 0))
+    start = builder.block
+    with cgutils.if_unlikely(builder, any_zero):
+        any_subnormal = _any_subnormal(builder, value)
+        check_end = builder.block
+        with cgutils.if_unlikely(builder, any_subnormal):
+            slow = exact(builder)
+            slow_end = builder.block
+        checked = builder.phi(i16)
+        checked.add_incoming(fast, check_end)
+        checked.add_incoming(slow, slow_end)
+        checked_end = builder.block
+    result = builder.phi(i16)
+    result.add_incoming(fast, start)
+    result.add_incoming(checked, checked_end)
+    return result
+
+
+def _any_subnormal(builder, value):
+    """Whether any float32 lane of ``value`` is subnormal (an ``i1``)."""
+    n = value.type.count
     if n % 16 == 0 or n == 8:  # AVX512-DQ's vfpclassps, 16 lanes at a time (LLVM's own
         # llvm.is.fpclass becomes three integer operations)
         part = min(n, 16)
@@ -634,14 +669,7 @@ def round_bf16_hw(builder, value, exact):
         subnormal = builder.call(fpclass, [value, ir.Constant(ir.IntType(32), _FC_SUBNORMAL)])
         any_subnormal = builder.icmp_unsigned("!=", builder.bitcast(subnormal, ir.IntType(n)),
                                               ir.Constant(ir.IntType(n), 0))
-    start = builder.block
-    with cgutils.if_unlikely(builder, any_subnormal):
-        slow = exact(builder)
-        slow_end = builder.block
-    result = builder.phi(i16)
-    result.add_incoming(fast, start)
-    result.add_incoming(slow, slow_end)
-    return result
+    return any_subnormal
 
 
 def blends_avx(vec: Vec) -> bool:
