@@ -42,7 +42,7 @@ from numba.extending import intrinsic
 
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
-from ._loops import (_disjoint_gi, _disjoint_out, _part, combine_partials, copy_row, lrelu_bwd_row,
+from ._loops import (_as_int64, _disjoint_gi, _disjoint_out, _part, combine_partials, copy_row, lrelu_bwd_row,
                      finish_lanes, lane_count, lrelu_fwd_row, lrelu_fwd_row_inplace,
                      prelu_bwd_c, prelu_bwd_c_run, prelu_bwd_c_state, prelu_bwd_lanes,
                      prelu_fwd_c, prelu_fwd_c_run, prelu_fwd_short_run, slope_pattern,
@@ -576,7 +576,7 @@ def prelu_fwd_short_run_team(x, out, w, ge, team, fn, wait, nthreads):
         return 0
     n0, c, inner = x.shape
     return _prelu_team(x.reshape((1, n0, c * inner)), out.reshape((1, n0, c * inner)),
-                       slope_pattern(w, inner), 1, team, fn, wait, nthreads)
+                       slope_pattern(w, inner), _as_int64(1), team, fn, wait, nthreads)
 
 
 @_jit
