@@ -984,8 +984,8 @@ def _as_int64(v):
     """``v`` typed int64, not numba's ``Literal[int](v)``: a jitted function called with a
     constant compiles a version of its own for that value, so a serial driver that passes a
     literal bound where the team's parts pass computed ones compiles the same loop twice
-    (measured on a cold cache: ``prelu_bwd_rows`` 7.5 s more for each storage kind,
-    ``prelu_fwd_c`` 9 s more). The drivers here pass their constant bounds and axes so."""
+    (measured for float32 on a cold cache: ``prelu_bwd_rows`` 7.5 s more, ``prelu_fwd_c``
+    9-15 s). The drivers here pass their constant bounds and axes so."""
     return np.int64(v)
 
 

@@ -42,8 +42,8 @@ from numba.extending import intrinsic
 
 from .._config import NJIT_OPTIONS
 from ._jit import _jit
-from ._loops import (_as_int64, _disjoint_gi, _disjoint_out, _part, combine_partials, copy_row, lrelu_bwd_row,
-                     finish_lanes, lane_count, lrelu_fwd_row, lrelu_fwd_row_inplace,
+from ._loops import (_as_int64, _disjoint_gi, _disjoint_out, _part, combine_partials, copy_row,
+                     lrelu_bwd_row, finish_lanes, lane_count, lrelu_fwd_row, lrelu_fwd_row_inplace,
                      prelu_bwd_c, prelu_bwd_c_run, prelu_bwd_c_state, prelu_bwd_lanes,
                      prelu_fwd_c, prelu_fwd_c_run, prelu_fwd_short_run, slope_pattern,
                      start_lanes)
