@@ -484,3 +484,32 @@ def test_a_cache_lock_the_file_system_refuses_is_no_lock(tmp_path, monkeypatch):
         entered.append("no directory")
     assert entered == ["locked", "refused", "no directory"]
     assert (tmp_path / "leakyops-cache.lock").exists()
+
+
+_COMPILED_ONCE = """
+    import numpy as np, leakyops
+    from numba import types
+    from leakyops._kernels import _loops, _team
+    leakyops.set_num_threads(2)
+    for n in (1_000, 1_000_000):  # (the serial drivers, then the team's parts)
+        x = np.linspace(-1, 1, n).astype(np.float32)
+        x3, xs = x.reshape(4, 10, -1), x.reshape(-1, 10, 2)
+        w = np.full(10, 0.25, np.float32)
+        leakyops.prelu(x3, w); leakyops.prelu(xs, w)
+        leakyops.prelu_backward(x3, x3, w); leakyops.prelu_backward(x3, x3, w[:1])
+    for fn in (_loops.prelu_fwd_c, _loops.prelu_bwd_lanes, _loops.prelu_bwd_rows,
+               _loops.prelu_bwd_units, _team._prelu_team):
+        for sig in fn.signatures:
+            assert not any(isinstance(t, types.IntegerLiteral) for t in sig), (fn.__name__, sig)
+        print(fn.__name__, len(fn.signatures))
+"""
+
+
+@pytest.mark.slow
+def test_serial_and_team_paths_share_one_compiled_loop():
+    """The serial drivers pass constant bounds and axes as int64 (``_loops._as_int64``): a
+    literal would make numba compile the loop once more for that value, beside the version the
+    team's parts use (compiled without the disk cache, so that every signature shows)."""
+    r = _run(_COMPILED_ONCE, {"LEAKYOPS_CACHE": "0"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "prelu_bwd_rows 1" in r.stdout, r.stdout
