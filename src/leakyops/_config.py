@@ -16,8 +16,9 @@
     streaming stores, past the caches (default: half the last-level cache; never where its
     size is unknown).
 ``LEAKYOPS_TORCH_HUGE_PAGES``
-    ``0``: ``leakyops.torch`` does not advise its fresh outputs of 4 MiB or more to transparent
-    huge pages (default: it does, on Linux where they are enabled, as NumPy does its arrays).
+    ``0``: ``leakyops.torch`` does not advise its fresh outputs of 32 MiB or more to transparent
+    huge pages (default: it does, on Linux where they are enabled, as NumPy does its arrays of
+    4 MiB or more).
 ``LEAKYOPS_TORCH_THREADS``
     Where ``leakyops.torch``'s threaded calls run: ``openmp`` (default), on PyTorch's own
     OpenMP threads where PyTorch runs its operators on OpenMP (else as ``team``); ``team``, on

@@ -1,4 +1,4 @@
-"""leakyops.torch's fresh outputs of 4 MiB or more are advised to transparent huge pages
+"""leakyops.torch's fresh outputs of 32 MiB or more are advised to transparent huge pages
 (``madvise(MADV_HUGEPAGE)``, as NumPy does its arrays) before the kernel writes them: the
 advice covers the output's whole pages, small outputs get none, and on a Linux whose huge
 pages are enabled the output's memory is mapped in huge pages (``LEAKYOPS_TORCH_HUGE_PAGES=0``:
@@ -44,8 +44,8 @@ def _check(calls, t):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_fresh_outputs_of_4_mib_are_advised_to_huge_pages(advice, dtype):
-    n = (4 << 20) // torch.tensor([], dtype=dtype).element_size()
+def test_fresh_outputs_of_32_mib_are_advised_to_huge_pages(advice, dtype):
+    n = (32 << 20) // torch.tensor([], dtype=dtype).element_size()
     x = torch.randn(2, 4, n // 8).to(dtype)
     w = torch.rand(4).to(dtype)
     with torch.inference_mode():
@@ -65,7 +65,7 @@ def test_fresh_outputs_of_4_mib_are_advised_to_huge_pages(advice, dtype):
 
 
 def test_the_backward_through_autograd_is_advised_too(advice):
-    x = torch.randn(1 << 21, requires_grad=True)
+    x = torch.randn(1 << 23, requires_grad=True)
     y = lt.leaky_relu(x, 0.2)
     _check(advice, y)
     advice.clear()
