@@ -221,7 +221,8 @@ def _empty_result(shape, dtype, template, device):
 #: threshold (64-bit). Smaller blocks come from the heap once one of their size has been
 #: freed (the threshold rises to it), their pages already faulted in, and the advice was then
 #: a system call for nothing: (32, 256, 14, 14) float32 (6.4 MB), each call's output back at
-#: the heap's address, madvise 6-9 µs a call here; a LeakyReLU forward 15 µs slower with it.
+#: the heap's address, madvise 8 µs a call here (median); a leaky_relu 16 µs slower
+#: with it (median of 300, docs/benchmarks.md, stop 48).
 #: From 32 MiB every block is a fresh mapping (the float32 (64, 64, 56, 56) output, 51 MB,
 #: at the same address each call, no page resident), where the advice saves the faults.
 _HUGE_PAGE_BYTES = 32 << 20
