@@ -2,7 +2,7 @@
 elements before it run alone (``_kernels._loops._head``), so that no vector of the rest
 straddles two cache lines (NumPy's arrays start at any multiple of 16 bytes). The results
 are the same bits at every offset of the operands, each row's first and last elements
-included, on one thread and on the team."""
+included, on one thread and split over the team (each part with a head of its own)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from refs import (DTYPE_IDS, DTYPES, assert_same, random_values, ref_leaky_relu,
                   ref_leaky_relu_backward)
 
 dtypes = pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-#: Row lengths: shorter than a head, a vector and a bit, and (40,000) threaded for every dtype.
+#: Row lengths: shorter than a head, a vector and a bit, and (40,000) threaded for every dtype
+#: out of place (in place float32 on AVX-512 starts its threads later: one part).
 LENGTHS = (1, 5, 15, 16, 17, 40, 333, 40_000)
 
 
