@@ -56,12 +56,13 @@ def _head(out):
     so that the vectors LLVM makes of the rest do not straddle two cache lines. NumPy's arrays
     start at any multiple of 16 bytes; float32 ``leaky_relu_backward`` of 1e5 elements on one
     thread, every operand 16 bytes past a boundary, took 18.8 µs before and 16.4 with the
-    head (medians; docs/benchmarks.md, stop 49)."""
+    head (medians; docs/benchmarks.md, stop 49). (The boundary is ``STREAM_ALIGN``'s, which
+    ``_stream_span`` counts from too.)"""
     size = out.itemsize
     addr = out.ctypes.data
     if addr % size != 0 or out.strides[0] != size:
         return 0
-    return min(out.shape[0], ((-addr) % 64) // size)
+    return min(out.shape[0], ((-addr) % STREAM_ALIGN) // size)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,10 +87,9 @@ def _stream_span(out, w):
     ``STREAM_ALIGN``-byte blocks of ``w`` elements (``a`` the first element of one); an
     address that is not a multiple of the element size gives ``(n, n)``."""
     n = out.shape[0]
-    addr = out.ctypes.data
-    if addr % out.itemsize:
+    if out.ctypes.data % out.itemsize:
         return n, n
-    a = min(n, ((-addr) % STREAM_ALIGN) // out.itemsize)
+    a = _head(out)
     return a, a + (n - a) // w * w
 
 
@@ -105,10 +105,10 @@ def _fwd_streamer(w):
     @njit(inline="always", **NJIT_OPTIONS)
     def streamed(x, out, sc, ge):
         a, b = _stream_span(out, w)
-        _fwd_row_scalar(x[:a], out[:a], sc, ge)
+        _fwd_loop(x[:a], out[:a], sc, ge)
         for k in range(a, b, w):
             vstore_stream(out, (k,), _narrow(_lrelu(_load(vload(x, (k,), w), out), sc, ge), out))
-        _fwd_row_scalar(x[b:], out[b:], sc, ge)
+        _fwd_loop(x[b:], out[b:], sc, ge)
     return streamed
 
 
@@ -175,8 +175,6 @@ def _fwd_loop(x, out, sc, ge):
         out[k] = _narrow(r, out)
 
 
-#: The portable loop as a function a loop calls (a streamed row's first and last elements).
-_fwd_row_scalar = njit(inline="always", **NJIT_OPTIONS)(_fwd_row_portable)
 #: The streamed forward rows by the elements of one streaming store.
 _FWD_STREAMED = {w: _fwd_streamer(w) for w in (8, 16, 32)}
 
@@ -187,11 +185,11 @@ def _bwd_streamer(w):
     @njit(inline="always", **NJIT_OPTIONS)
     def streamed(g, t, out, sc, ge):
         a, b = _stream_span(out, w)
-        _bwd_row_scalar(g[:a], t[:a], out[:a], sc, ge)
+        _bwd_loop(g[:a], t[:a], out[:a], sc, ge)
         for k in range(a, b, w):
             v = _lrelu_grad(_load(vload(g, (k,), w), out), _load(vload(t, (k,), w), out), sc, ge)
             vstore_stream(out, (k,), _narrow(v, out))
-        _bwd_row_scalar(g[b:], t[b:], out[b:], sc, ge)
+        _bwd_loop(g[b:], t[b:], out[b:], sc, ge)
     return streamed
 
 
@@ -284,7 +282,7 @@ def _ol_inplace_row(x, sc, ge):
             while k + LANES <= n:
                 vstore_whole(x, (k,), _lrelu(vload(x, (k,), LANES), sc, ge))
                 k += LANES
-            _inplace_row_scalar(x[k:], sc, ge)
+            _inplace_loop(x[k:], sc, ge)
         return impl
     return _inplace_row_portable
 
@@ -385,7 +383,6 @@ def _bwd_loop(g, t, out, sc, ge):
         out[k] = _narrow(r, out)
 
 
-_bwd_row_scalar = njit(inline="always", **NJIT_OPTIONS)(_bwd_row_portable)
 #: The streamed backward rows by the elements of one streaming store.
 _BWD_STREAMED = {w: _bwd_streamer(w) for w in (8, 16, 32)}
 
