@@ -819,6 +819,47 @@ def _team_entry(fn, args, flags, threads):
     return ent
 
 
+#: The element-wise operators a front-end may run on raw memory (``rows_at``), their kernels.
+_AT_KERNEL = {"leaky_relu": _kernels.lrelu_fwd_row, "leaky_relu_": _kernels.lrelu_fwd_row_inplace,
+              "leaky_relu_backward": _kernels.lrelu_bwd_row}
+#: ``rows_at``'s plans per (operator, storage dtype): ``[bytes an element weighs, entry point,
+#: part function's address (0 until a threaded call makes it), the team's address (0 until
+#: then)]``.
+_AT_PLAN: dict = {}
+
+
+def rows_at(op: str, dt, n: int, a0: int, a1: int, a2: int, s: float, pool: int = 0) -> bool:
+    """The contiguous path of an element-wise operator on memory a front-end holds, without
+    NumPy views (``leakyops.torch``'s tensors): ``op`` (``"leaky_relu"``, ``"leaky_relu_"``
+    or ``"leaky_relu_backward"``, compared with ``>``) over ``n`` elements of the storage
+    dtype ``dt`` at the addresses ``a0``, ``a1``, ``a2`` (the forward's x and out, the in-place
+    x, the backward's grad_output, x and out; 0 for none), each C-contiguous, an output not
+    overlapping an input, ``s`` the slope as a Python float. The same kernel, thread count (the
+    weighed bytes against ``PARALLEL_MIN_BYTES``; the parts posted to ``pool``, an OpenMP
+    pool's address, else to the team) and bits as the arrays' contiguous path (``_run_fast``).
+    False, nothing written, where an address is not a multiple of the element size (the
+    caller's NumPy path then decides)."""
+    plan = _AT_PLAN.get((op, dt))
+    if plan is None:
+        fn = _AT_KERNEL[op]
+        plan = _AT_PLAN[op, dt] = [_WEIGHTS[fn][dt] * dt.itemsize,
+                                   _kernels.rows_at(fn, _FAST_VIEW[dt] or dt, False), 0, 0]
+    if (a0 | a1 | a2) % dt.itemsize:
+        return False
+    work = n * plan[0]
+    if work < PARALLEL_MIN_BYTES:
+        plan[1](n, a0, a1, a2, s, 0, 0, 0, 1)
+        return True
+    if not plan[3]:
+        plan[3] = _threads.team().addr
+    threads, words = _threads.team_call(plan[3], pool)
+    if threads > 1 and not plan[2]:
+        fn = _AT_KERNEL[op]
+        plan[2] = _kernels.part_address(_kernels.ROWS_AT_KIND[fn], _FAST_VIEW[dt] or dt, False)
+    plan[1](n, a0, a1, a2, s, words, plan[2], work >= _WAKE_WAIT_BYTES, threads)
+    return True
+
+
 #: ``np.may_share_memory`` without NumPy's ``__array_function__`` dispatch (85 ns instead of
 #: 150-180 ns), for the contiguous paths, which call it on exact ``np.ndarray`` objects only.
 _may_share = getattr(np.may_share_memory, "_implementation", np.may_share_memory)

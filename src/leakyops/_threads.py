@@ -291,14 +291,15 @@ def team() -> Team:
     return _team
 
 
-def team_call(own: int) -> tuple[int, int]:
+def team_call(own: int, pool: int = 0) -> tuple[int, int]:
     """``(threads, words)`` for a large call made now from this thread on the team: how many
     threads it runs on (1: serially), its workers started where they are missing (the count
     :func:`get_num_threads` tells, without starting numba's pool), and the words it posts its
-    parts to: the OpenMP pool it was routed to (:func:`run_on`; no worker starts then: the
-    pool's runtime gives the threads, at most ``omp_get_max_threads()`` of them), else
-    ``own``, the team's (compiled entry points keep it). One call, for the threaded calls'
-    Python (the two answers as two functions cost 0.05 µs more a call)."""
+    parts to: ``pool`` (an :class:`OpenMPPool`'s address) or the OpenMP pool it was routed to
+    (:func:`run_on`; no worker starts then: the pool's runtime gives the threads, at most
+    ``omp_get_max_threads()`` of them), else ``own``, the team's (compiled entry points keep
+    it). One call, for the threaded calls' Python (the two answers as two functions cost
+    0.05 µs more a call)."""
     n = _state.num_threads or _num_threads
     if n == 1 or _forked_after_threads:
         return 1, own
@@ -307,7 +308,7 @@ def team_call(own: int) -> tuple[int, int]:
         return 1, own
     if n > t.cap:
         n = t.cap
-    pool = _state.pool
+    pool = pool or _state.pool
     if n - 1 > t.workers and not pool:
         t.start(n - 1)
     return n, pool or own

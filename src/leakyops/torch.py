@@ -361,6 +361,30 @@ def _torch_openmp_pool() -> _threads.OpenMPPool | None:
 
 #: leakyops.torch's threaded calls run here (None: on leakyops' own team).
 _POOL = _torch_openmp_pool()
+_POOL_ADDR = _POOL.addr if _POOL is not None else 0
+
+
+# --------------------------------------------------------------------------
+# The element-wise operators on a tensor's memory. Right after another
+# operator has streamed its data through the caches, every line of Python a
+# call runs is a cache miss: a NumPy view of each tensor (about 1 µs each,
+# warm), the core's checks and the thread routing cost (16, 64, 32, 32)
+# float32 leaky_relu_ 24 µs against F.leaky_relu_ (docs/benchmarks.md, stop
+# 51). Where the tensors are plain, C-contiguous and of one supported dtype,
+# leaky_relu, leaky_relu_ and leaky_relu_backward hand their addresses to the
+# core instead (_core.rows_at: the same kernels, threads and bits), and so
+# does prelu with one shared slope (the core runs it on leaky_relu's rows).
+# --------------------------------------------------------------------------
+
+#: The storage dtype of each supported torch dtype (the core's rows_at takes it).
+_STORAGE = {torch.float16: np.dtype(np.float16), torch.bfloat16: np.dtype(ml_dtypes.bfloat16),
+            torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
+
+
+def _plain_memory(t: Tensor) -> bool:
+    """Whether the kernels may take ``t`` by its address: a plain tensor (or parameter),
+    C-contiguous, without the negative bit (whose memory holds the values negated)."""
+    return (type(t) is Tensor or type(t) is _Parameter) and t.is_contiguous() and not t.is_neg()
 
 
 def _on_torch_threads(call, *args, **kwargs):
@@ -421,7 +445,12 @@ def _leaky_relu_kernel(self: Tensor, negative_slope: float) -> Tensor:
     fname = _FN + "leaky_relu"
     _check_tensor(fname, "input", self)
     out = _fresh(torch.empty_like(self))
-    if out.numel() == 0:  # see _EMPTY_NOTE
+    n = out.numel()
+    if n == 0:  # see _EMPTY_NOTE
+        return out
+    if type(negative_slope) is float and _plain_memory(self) and _core.rows_at(
+            "leaky_relu", _STORAGE[self.dtype], n, self.data_ptr(), out.data_ptr(), 0,
+            negative_slope, _POOL_ADDR):
         return out
     _on_torch_threads(
         _core.leaky_relu_impl,
@@ -455,9 +484,15 @@ def _leaky_relu_inplace_kernel(self: Tensor, negative_slope: float) -> None:
     tells autograd: the operator's dispatch, ``mark_dirty``, or ``_increment_version``)."""
     fname = _FN + "leaky_relu_"
     _check_tensor(fname, "input", self)
-    _check_no_internal_overlap(fname, self)
-    if self.numel() == 0:  # see _EMPTY_NOTE
+    n = self.numel()
+    if n == 0:  # see _EMPTY_NOTE
+        _check_no_internal_overlap(fname, self)
         return
+    if type(negative_slope) is float and _plain_memory(self) and _core.rows_at(
+            "leaky_relu_", _STORAGE[self.dtype], n, self.data_ptr(), 0, 0,
+            negative_slope, _POOL_ADDR):  # (C-contiguous: no internal overlap)
+        return
+    _check_no_internal_overlap(fname, self)
     _on_torch_threads(_core.leaky_relu_inplace_impl, _to_numpy(self), negative_slope,
                       compare=">", fname=fname)
 
@@ -478,12 +513,19 @@ def _leaky_relu_backward_kernel(
     if self_is_result is not False and not (self_is_result is True and type(negative_slope)
                                             is float and negative_slope >= 0.0):
         _core.check_self_is_result(negative_slope, self_is_result, fname)  # (the rule's test)
-    if grad_output.shape == self.shape and grad_output.dtype == self.dtype:  # (the common case
-        out = torch.empty_like(self)  # of _backward_result and _empty_result, without a call)
+    same = grad_output.shape == self.shape and grad_output.dtype == self.dtype
+    if same:  # (the common case of _backward_result and _empty_result, without a call)
+        out = torch.empty_like(self)
     else:
         out = _empty_result(*_backward_result(fname, grad_output, self), self.device)
     out = _fresh(out)
-    if out.numel() == 0:  # see _EMPTY_NOTE
+    n = out.numel()
+    if n == 0:  # see _EMPTY_NOTE
+        return out
+    if same and type(negative_slope) is float and _plain_memory(self) \
+            and _plain_memory(grad_output) and _core.rows_at(
+                "leaky_relu_backward", _STORAGE[self.dtype], n, grad_output.data_ptr(),
+                self.data_ptr(), out.data_ptr(), negative_slope, _POOL_ADDR):
         return out
     _on_torch_threads(
         _core.leaky_relu_backward_impl,
@@ -521,7 +563,12 @@ def _prelu_kernel(self: Tensor, weight: Tensor) -> Tensor:
     fname = _FN + "prelu"
     _check_prelu(fname, self, weight)
     out = _fresh(torch.empty_like(self))
-    if out.numel() == 0:  # see _EMPTY_NOTE
+    n = out.numel()
+    if n == 0:  # see _EMPTY_NOTE
+        return out
+    if weight.numel() == 1 and _plain_memory(self) and _core.rows_at(
+            "leaky_relu", _STORAGE[self.dtype], n, self.data_ptr(), out.data_ptr(), 0,
+            weight.item(), _POOL_ADDR):  # (one shared slope: leaky_relu's rows, as the core's)
         return out
     _on_torch_threads(
         _core.prelu_impl,

@@ -62,8 +62,9 @@ from ._rules import (DNNL_ELTWISE, DNNL_ELTWISE_HALF, DNNL_JIT, DNNL_JIT_AVX, DN
                      DNNL_JIT_SSE41, DNNL_REF, DNNL_RELU, VIEW_DTYPES, Rule, f2h_soft, h2f_soft)
 from ._team import (CLAIMED, DONE, GOMP_PARALLEL, IDLE, MAX_THREADS, OMP_MAX_THREADS,
                     OMP_NUM_THREADS, OMP_REGIONS, OMP_RUNNER, OMP_THREAD_NUM, OMP_THREADS_SEEN,
-                    OPENMP, ROW, SLEEP, STATE, STOP, SYS_FUTEX, SYSCALL, TEAM_DRIVERS, WORKERS,
-                    part_address, runner_address, set_state, worker_loop)
+                    OPENMP, ROW, ROWS_AT_KIND, SLEEP, STATE, STOP, SYS_FUTEX, SYSCALL,
+                    TEAM_DRIVERS, WORKERS, part_address, rows_at, runner_address, set_state,
+                    worker_loop)
 from ._plain import (MISSING_LAST, MISSING_ONE, MISSING_ROWS, NEEDS_THREADS, NOT_FINITE,
                      prelu_bwd_plain, prelu_fwd_plain)
 from ._threaded import (lrelu_bwd_nd_par, lrelu_bwd_row_par, lrelu_fwd_nd_inplace_par,
@@ -79,7 +80,7 @@ __all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL
            "lrelu_fwd_nd_par", "lrelu_fwd_nd_inplace_par", "lrelu_bwd_nd_par",
            "prelu_fwd_nd_par", "prelu_bwd_nd_par", "prelu_bwd_c_run_par", "UNIT", "PARTIALS_BUDGET", "h2f_soft", "f2h_soft", "round_sums",
            "BF16_CVT", "MASKED_VECTORS", "SOFT_HALF", "prelu_fwd_short_run",
-           "TEAM_DRIVERS", "part_address", "worker_loop", "set_state",
+           "TEAM_DRIVERS", "ROWS_AT_KIND", "part_address", "rows_at", "worker_loop", "set_state",
            "MAX_THREADS", "ROW", "WORKERS", "SYSCALL", "STATE", "DONE", "IDLE", "SLEEP", "CLAIMED",
            "STOP", "SYS_FUTEX", "OPENMP", "GOMP_PARALLEL", "OMP_THREAD_NUM", "OMP_NUM_THREADS",
            "OMP_MAX_THREADS", "OMP_RUNNER", "OMP_REGIONS", "OMP_THREADS_SEEN", "runner_address",

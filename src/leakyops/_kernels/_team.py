@@ -51,7 +51,7 @@ from ._threaded import _chunk
 from ._vector import LANES
 
 __all__ = ["ROW", "WORKERS", "SYSCALL", "STATE", "DONE", "IDLE", "SLEEP", "CLAIMED", "STOP", "MAX_THREADS", "SYS_FUTEX",
-           "worker_loop", "set_state", "part_address", "TEAM_DRIVERS"]
+           "worker_loop", "set_state", "part_address", "TEAM_DRIVERS", "rows_at", "ROWS_AT_KIND"]
 
 ROW = 16
 WORKERS, SYSCALL = 0, 1  # (row 0: the workers started, libc's syscall)
@@ -503,6 +503,52 @@ def part_address(kind, dtype, flags) -> int:
         addr = _PARTS[key] = cres.library.get_pointer_to_function(cres.fndesc.llvm_cfunc_wrapper_name)
         _PARTS[key, "keep"] = disp  # (the compiled code lives as long as its dispatcher)
     return addr
+
+
+def _rows_at(kind, dtype, ge):
+    """An element-wise row call on raw memory: ``(n, a0, a1, a2, s, team, fn, wait,
+    nthreads)``, the operands' addresses as the part functions take them (``_rows_part``: the
+    forward's x and out, the in-place x, the backward's g, t and out; 0 for an operand the loop
+    has not); the serial loop on this thread where ``nthreads`` is 1, else the parts posted to
+    ``team`` as the team driver posts them. (A closure of constants, as ``_rows_part``'s.)"""
+    if kind == "inplace":
+        def at(n, a0, a1, a2, s, team, fn, wait, nthreads):
+            if nthreads > 1:
+                return _rows_team(n, a0, a1, a2, s, team, fn, wait, nthreads)
+            lrelu_fwd_row_inplace(carray(address(a0), n, dtype), s, ge)
+            return 1
+    elif kind == "fwd":
+        def at(n, a0, a1, a2, s, team, fn, wait, nthreads):
+            if nthreads > 1:
+                return _rows_team(n, a0, a1, a2, s, team, fn, wait, nthreads)
+            lrelu_fwd_row(carray(address(a0), n, dtype), carray(address(a1), n, dtype), s, ge)
+            return 1
+    else:
+        def at(n, a0, a1, a2, s, team, fn, wait, nthreads):
+            if nthreads > 1:
+                return _rows_team(n, a0, a1, a2, s, team, fn, wait, nthreads)
+            lrelu_bwd_row(carray(address(a0), n, dtype), carray(address(a1), n, dtype),
+                          carray(address(a2), n, dtype), s, ge)
+            return 1
+    return at
+
+
+#: The kinds of ``rows_at``, per serial kernel.
+ROWS_AT_KIND = {lrelu_fwd_row: "fwd", lrelu_fwd_row_inplace: "inplace", lrelu_bwd_row: "bwd"}
+
+
+def rows_at(kernel, dtype, ge):
+    """The entry point (called without numba's type dispatch) of ``kernel``'s element-wise rows
+    on raw memory for the storage view ``dtype`` and the flag ``ge`` (``_rows_at``), compiled
+    on first use (or found in numba's disk cache)."""
+    key = ("at", kernel, dtype, ge)
+    ep = _PARTS.get(key)
+    if ep is None:
+        disp = _jit(_rows_at(ROWS_AT_KIND[kernel], np.dtype(dtype).type, ge))
+        i64 = types.int64
+        ep = _PARTS[key] = disp.compile((i64, i64, i64, i64, types.float64, i64, i64, i64, i64))
+        _PARTS[key, "keep"] = disp
+    return ep
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,172 @@
+"""leakyops.torch's element-wise operators on a tensor's memory (``_core.rows_at``): plain
+C-contiguous tensors of a supported dtype go to the kernels by their addresses (so does
+``prelu`` with one shared slope, on leaky_relu's rows as the core runs it), with the
+NumPy path's kernels, threads and bits (PyTorch's, here); every other tensor (strided, with
+the negative bit, at an address that is not a multiple of its element size, a subclass)
+takes the NumPy path as before, with the same results."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import leakyops  # noqa: E402
+import leakyops.torch as lt  # noqa: E402
+from leakyops import _core  # noqa: E402
+
+F = torch.nn.functional
+DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+IDS = ["float16", "bfloat16", "float32", "float64"]
+#: A small call (one thread) and one past every dtype's threshold of threads.
+SIZES = [1001, 3 * 2**20 + 5]
+
+
+def bits(t):
+    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def assert_same(actual, expected):
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    assert actual.stride() == expected.stride()
+    assert torch.equal(bits(actual), bits(expected))
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """The ``rows_at`` calls made: (operator, what it returned)."""
+    made = []
+    real = _core.rows_at
+
+    def spy(op, *args):
+        done = real(op, *args)
+        made.append((op, done))
+        return done
+
+    monkeypatch.setattr(_core, "rows_at", spy)
+    return made
+
+
+def data(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g).to(dtype)
+    x.view(-1)[::7] = 0.0  # (zeros and a negative zero: the comparison's edge)
+    x.view(-1)[3::11] = -0.0
+    return x, torch.randn(shape, generator=g).to(dtype)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_plain_tensors_go_by_address_with_pytorchs_bits(calls, dtype, n):
+    x, g = data((n,), dtype)
+    assert_same(lt.leaky_relu(x, 0.2), F.leaky_relu(x, 0.2))
+    y, z = x.clone(), x.clone()
+    assert lt.leaky_relu_(y, 0.2) is y
+    F.leaky_relu_(z, 0.2)
+    assert_same(y, z)
+    assert_same(lt.leaky_relu_backward(g, x, 0.2),
+                torch.ops.aten.leaky_relu_backward(g, x, 0.2, False))
+    assert calls == [("leaky_relu", True), ("leaky_relu_", True), ("leaky_relu_backward", True)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_modules_and_autograd_go_by_address(calls, dtype):
+    x, g = data((4, 8, 33), dtype)
+    a = x.clone().requires_grad_()
+    y = lt.LeakyReLU(0.1)(a)
+    y.backward(g)
+    b = x.clone().requires_grad_()
+    F.leaky_relu(b, 0.1).backward(g)
+    assert_same(y.detach(), F.leaky_relu(x, 0.1))
+    assert_same(a.grad, b.grad)
+    assert [op for op, _ in calls] == ["leaky_relu", "leaky_relu_backward"]
+    assert all(done for _, done in calls)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_prelu_with_one_shared_slope_goes_by_address(calls, dtype):
+    x, g = data((4, 8, 33), dtype)
+    m = lt.PReLU(1, init=-0.375, dtype=dtype)
+    w = m.weight.detach()
+    with torch.no_grad():
+        assert_same(m(x), F.prelu(x, w))
+    assert_same(lt.prelu(x, w.reshape(())), F.prelu(x, w))
+    a = x.clone().requires_grad_()
+    m(a).backward(g)
+    b = x.clone().requires_grad_()
+    F.prelu(b, w).backward(g)
+    assert_same(a.grad, b.grad)
+    assert calls == [("leaky_relu", True)] * 3
+    assert_same(lt.prelu(x, torch.full((8,), -0.375, dtype=dtype)), F.prelu(x, w))
+    assert len(calls) == 3  # (a slope per channel: the core's prelu path)
+
+
+def test_a_parameter_in_place_under_no_grad_goes_by_address(calls):
+    x, _ = data((64,), torch.float32)
+    p = torch.nn.Parameter(x.clone())
+    with torch.no_grad():
+        lt.leaky_relu_(p, 0.3)
+    assert_same(p.detach(), F.leaky_relu(x, 0.3))
+    assert calls == [("leaky_relu_", True)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_strided_and_negative_bit_tensors_take_the_numpy_path(calls, dtype):
+    x, g = data((40, 30), dtype)
+    t, gt = x.t(), g.t()  # (strided)
+    assert_same(lt.leaky_relu(t, 0.2), F.leaky_relu(t, 0.2))
+    assert_same(lt.leaky_relu_backward(gt, t, 0.2),
+                torch.ops.aten.leaky_relu_backward(gt, t, 0.2, False))
+    y, z = x.clone().t(), x.clone().t()
+    lt.leaky_relu_(y, 0.2)
+    F.leaky_relu_(z, 0.2)
+    assert_same(y, z)
+    neg = torch._neg_view(x)  # (memory holding the values negated)
+    assert neg.is_neg() and neg.is_contiguous()
+    assert_same(lt.leaky_relu(neg, 0.2), F.leaky_relu(neg.resolve_neg(), 0.2))
+    assert_same(lt.leaky_relu_backward(g, neg, 0.2),
+                torch.ops.aten.leaky_relu_backward(g, neg.resolve_neg(), 0.2, False))
+    assert calls == []
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_memory_off_the_element_size_takes_the_numpy_path(calls, dtype):
+    x, g = data((100,), dtype)
+    size = x.element_size()
+    buf = bytearray(size * 102)
+    t = torch.frombuffer(buf, dtype=dtype, offset=1, count=100)  # (1 byte past a boundary)
+    assert t.is_contiguous() and t.data_ptr() % size == 1
+    t.copy_(x)
+    assert_same(lt.leaky_relu(t, 0.2), F.leaky_relu(x, 0.2))
+    assert_same(lt.leaky_relu_backward(g, t, 0.2),
+                torch.ops.aten.leaky_relu_backward(g, x, 0.2, False))
+    lt.leaky_relu_(t, 0.2)
+    assert_same(t.clone(), F.leaky_relu(x, 0.2))
+    assert calls == [("leaky_relu", False), ("leaky_relu_backward", False),
+                     ("leaky_relu_", False)]
+
+
+def test_a_tensor_subclass_takes_the_numpy_path(calls):
+    class Tagged(torch.Tensor):
+        pass
+
+    x, _ = data((50,), torch.float32)
+    t = x.clone().as_subclass(Tagged)
+    assert torch.equal(lt.leaky_relu(t, 0.2).as_subclass(torch.Tensor), F.leaky_relu(x, 0.2))
+    assert calls == []
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_rows_at_refuses_memory_off_the_element_size_and_writes_nothing(dtype):
+    dt = np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    raw = np.zeros(8 * 40 + 1, np.uint8)
+    src = raw[1:1 + 8 * 20].view(np.uint8)  # (1 byte past an aligned address)
+    out = np.full(20, 7, dt)
+    before = out.copy()
+    assert not _core.rows_at("leaky_relu", dt, 10, src.ctypes.data, out.ctypes.data, 0, 0.5)
+    assert np.array_equal(out.view(np.uint8), before.view(np.uint8))
+    x = np.linspace(-2, 2, 20).astype(dt)
+    assert _core.rows_at("leaky_relu", dt, 20, x.ctypes.data, out.ctypes.data, 0, 0.5)
+    assert np.array_equal(out.view(np.uint8), leakyops.leaky_relu(x, 0.5).view(np.uint8))
