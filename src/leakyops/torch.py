@@ -376,7 +376,8 @@ _POOL_ADDR = _POOL.addr if _POOL is not None else 0
 # does prelu with one shared slope (the core runs it on leaky_relu's rows).
 # --------------------------------------------------------------------------
 
-#: The storage dtype of each supported torch dtype (the core's rows_at takes it).
+#: The storage dtype of each supported torch dtype (the core's rows_at takes it, and the
+#: slopes' compute types below come from it).
 _STORAGE = {torch.float16: np.dtype(np.float16), torch.bfloat16: np.dtype(ml_dtypes.bfloat16),
             torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
 
@@ -406,9 +407,7 @@ _FN = "leakyops.torch."
 
 #: The type the kernels compute each supported dtype's results in (the core's rule): a
 #: slope is rounded once to it
-_SLOPE_DTYPES = {t: _core.compute_dtype(n) for t, n in (
-    (torch.float16, np.float16), (torch.bfloat16, ml_dtypes.bfloat16),
-    (torch.float32, np.float32), (torch.float64, np.float64))}
+_SLOPE_DTYPES = {t: _core.compute_dtype(n) for t, n in _STORAGE.items()}
 
 
 def _negative_slope(fname: str, value, dtype: torch.dtype) -> float:
