@@ -1261,12 +1261,18 @@ def _prelu_plain(x, weight, axis, out, rule):
 _PRELU_PLAN: dict = {}
 
 
+def _prelu_weights(dt) -> list:
+    """The thread weights of a byte of prelu's kernels for the storage dtype ``dt``: rows,
+    channels last, short rows, one shared slope."""
+    return [_WEIGHTS[k][dt] for k in (_kernels.prelu_fwd_c_run, _kernels.prelu_fwd_c_run,
+                                      _kernels.prelu_fwd_short_run, _kernels.lrelu_fwd_row)]
+
+
 def _prelu_plan(dt, nd, rule) -> list:
     """Compile (or load) ``_PRELU_PLAN``'s entry for ``dt``, ``nd`` dimensions and ``rule``."""
     view = np.dtype(_FAST_VIEW[dt] or dt)
     a, w = np.zeros((1,) * nd, view), np.zeros(1, view)
-    weights = [_WEIGHTS[k][dt] for k in (_kernels.prelu_fwd_c_run, _kernels.prelu_fwd_c_run,
-                                         _kernels.prelu_fwd_short_run, _kernels.lrelu_fwd_row)]
+    weights = _prelu_weights(dt)
     limits = [PARALLEL_MIN_BYTES / wt for wt in weights]
     ep = _kernels.entry_point(_kernels.prelu_fwd_plain, a, w, a, 0, rule, 0, 0, 0, 0.0, 0.0,
                               0.0, 0.0, 0, 0, 0, 0)
@@ -1274,6 +1280,56 @@ def _prelu_plan(dt, nd, rule) -> list:
             weights[0], view, max(limits)]
     _PRELU_PLAN[dt, nd, rule] = plan
     return plan
+
+
+def prelu_at(dt, outer: int, c: int, inner: int, ax: int, aw: int, aout: int,
+             pool: int = 0) -> bool:
+    """prelu's contiguous path with a slope per channel on memory a front-end holds
+    (``leakyops.torch``'s tensors), as :func:`rows_at` is leaky_relu's: ``x`` at ``ax`` and
+    ``out`` at ``aout``, ``outer * c * inner`` C-contiguous elements of the storage dtype
+    ``dt`` (``c`` > 1 channels, each a row of ``inner``), ``out`` overlapping neither input,
+    the ``c`` slopes at ``aw``, compared with ``>``. The same kernels, threads (the team's
+    parts posted to ``pool``, an OpenMP pool's address, else to the team) and bits as
+    ``_prelu_plain``'s. False, nothing written, where an address is not a multiple of the
+    element size."""
+    plan = _PRELU_AT_PLAN.get(dt)
+    if plan is None:
+        weights = _prelu_weights(dt)[:3]
+        limits = [PARALLEL_MIN_BYTES / wt for wt in weights]
+        plan = _PRELU_AT_PLAN[dt] = [_kernels.prelu_fwd_at(_FAST_VIEW[dt] or dt, False),
+                                     min(limits), max(limits), _SHORT_ROW[dt], *limits, 0, 0,
+                                     weights[0], np.dtype(_FAST_VIEW[dt] or dt)]
+    if (ax | aw | aout) % dt.itemsize:
+        return False
+    nbytes = outer * c * inner * dt.itemsize
+    own = _threads.team().addr  # (a team driver on one thread still names it)
+    if nbytes < plan[1]:
+        threads, words = 1, own
+    elif nbytes < plan[2]:  # (enough for some of its kernels: the entry tells)
+        threads, words = 0, own
+    else:
+        threads, words = _threads.team_call(own, pool)
+    while True:
+        ran = plan[0](outer, c, inner, ax, aw, aout, threads, words, plan[3], plan[4],
+                      plan[5], plan[6], plan[7], plan[8], nbytes * plan[9] >= _WAKE_WAIT_BYTES)
+        if ran == 1:
+            return True
+        if ran == 0:  # (out overlaps an input: the caller's general path decides)
+            return False
+        if ran == _kernels.NEEDS_THREADS:
+            threads, words = _threads.team_call(own, pool)
+        elif ran == _kernels.MISSING_ROWS:
+            plan[7] = _kernels.part_address("prelu", plan[10], (False, False))
+        else:  # (MISSING_LAST)
+            plan[8] = _kernels.part_address("prelu", plan[10], (True, False))
+
+
+#: ``prelu_at``'s plans per storage dtype: ``[entry point, the fewest bytes of output any of
+#: its kernels runs threaded from, the most, the short-row limit, the bytes from which each
+#: kernel runs threaded (rows, channels last, short rows), the part functions' addresses
+#: (rows; channels last and short rows: 0 until a call needs them), the thread weight of a
+#: byte of the rows' kernel, the kernels' view dtype]``.
+_PRELU_AT_PLAN: dict = {}
 
 
 def _prelu(x, weight, axis, out, compare, bf16_flush):

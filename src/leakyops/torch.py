@@ -565,10 +565,17 @@ def _prelu_kernel(self: Tensor, weight: Tensor) -> Tensor:
     n = out.numel()
     if n == 0:  # see _EMPTY_NOTE
         return out
-    if weight.numel() == 1 and _plain_memory(self) and _core.rows_at(
-            "leaky_relu", _STORAGE[self.dtype], n, self.data_ptr(), out.data_ptr(), 0,
-            weight.item(), _POOL_ADDR):  # (one shared slope: leaky_relu's rows, as the core's)
-        return out
+    if _plain_memory(self):
+        c = weight.numel()
+        if c == 1:
+            if _core.rows_at("leaky_relu", _STORAGE[self.dtype], n, self.data_ptr(),
+                             out.data_ptr(), 0, weight.item(), _POOL_ADDR):
+                return out  # (one shared slope: leaky_relu's rows, as the core's)
+        elif _plain_memory(weight):  # (_check_prelu: c is the size of dim 1)
+            outer = self.shape[0]
+            if _core.prelu_at(_STORAGE[self.dtype], outer, c, n // (outer * c), self.data_ptr(),
+                              weight.data_ptr(), out.data_ptr(), _POOL_ADDR):
+                return out
     _on_torch_threads(
         _core.prelu_impl,
         _to_numpy(self), _to_numpy(weight), 1, out=_to_numpy(out), compare=">", fname=fname

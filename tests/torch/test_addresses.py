@@ -1,9 +1,10 @@
-"""leakyops.torch's element-wise operators on a tensor's memory (``_core.rows_at``): plain
-C-contiguous tensors of a supported dtype go to the kernels by their addresses (so does
-``prelu`` with one shared slope, on leaky_relu's rows as the core runs it), with the
-NumPy path's kernels, threads and bits (PyTorch's, here); every other tensor (strided, with
-the negative bit, at an address that is not a multiple of its element size, a subclass)
-takes the NumPy path as before, with the same results."""
+"""leakyops.torch's element-wise operators and prelu's forward on a tensor's memory
+(``_core.rows_at``, ``_core.prelu_at``): plain C-contiguous tensors of a supported dtype go
+to the kernels by their addresses (``prelu`` with one shared slope on leaky_relu's rows as
+the core runs it, with a slope per channel on the core's prelu kernels), with the NumPy
+path's kernels, threads and bits (PyTorch's, here); every other tensor (strided, with the
+negative bit, at an address that is not a multiple of its element size, a subclass) takes
+the NumPy path as before, with the same results."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def test_prelu_with_one_shared_slope_goes_by_address(calls, dtype):
     assert_same(a.grad, b.grad)
     assert calls == [("leaky_relu", True)] * 3
     assert_same(lt.prelu(x, torch.full((8,), -0.375, dtype=dtype)), F.prelu(x, w))
-    assert len(calls) == 3  # (a slope per channel: the core's prelu path)
+    assert len(calls) == 3  # (a slope per channel: prelu_at)
 
 
 def test_a_parameter_in_place_under_no_grad_goes_by_address(calls):
@@ -170,3 +171,92 @@ def test_rows_at_refuses_memory_off_the_element_size_and_writes_nothing(dtype):
     x = np.linspace(-2, 2, 20).astype(dt)
     assert _core.rows_at("leaky_relu", dt, 20, x.ctypes.data, out.ctypes.data, 0, 0.5)
     assert np.array_equal(out.view(np.uint8), leakyops.leaky_relu(x, 0.5).view(np.uint8))
+
+
+@pytest.fixture
+def prelu_calls(monkeypatch):
+    """The ``prelu_at`` calls made: (the layout ``(outer, c, inner)``, what it returned)."""
+    made = []
+    real = _core.prelu_at
+
+    def spy(dt, outer, c, inner, *args):
+        done = real(dt, outer, c, inner, *args)
+        made.append(((outer, c, inner), done))
+        return done
+
+    monkeypatch.setattr(_core, "prelu_at", spy)
+    return made
+
+
+#: A slope per channel in each of the core's layouts, small (one thread) and past every
+#: dtype's threshold of threads: channels last (2-D, a slope per element of a row), short
+#: rows (over the slopes laid out per element), rows.
+PRELU_SHAPES = [(6, 8), (4, 8, 5), (3, 8, 300), (200_001, 16), (65_536, 16, 3),
+                (4, 16, 49_157)]
+
+
+@pytest.mark.parametrize("shape", PRELU_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_prelu_with_a_slope_per_channel_goes_by_address(prelu_calls, dtype, shape):
+    x, _ = data(shape, dtype)
+    w = torch.linspace(-1.5, 1.25, shape[1]).to(dtype)
+    w[3] = -0.0
+    assert_same(lt.prelu(x, w), F.prelu(x, w))
+    outer = shape[0]
+    assert prelu_calls == [((outer, shape[1], x.numel() // (outer * shape[1])), True)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_prelu_modules_with_a_slope_per_channel_go_by_address(prelu_calls, dtype):
+    x, g = data((4, 8, 33), dtype)
+    m = lt.PReLU(8, dtype=dtype)
+    with torch.no_grad():
+        m.weight.copy_(torch.linspace(-0.5, 0.5, 8))
+    w = m.weight.detach()
+    with torch.no_grad():
+        assert_same(m(x), F.prelu(x, w))
+    a = x.clone().requires_grad_()
+    y = m(a)
+    assert_same(y.detach(), F.prelu(x, w))
+    y.backward(g)
+    b = x.clone().requires_grad_()
+    F.prelu(b, w).backward(g)
+    assert_same(a.grad, b.grad)
+    assert prelu_calls == [((4, 8, 33), True)] * 2
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_prelu_off_the_element_size_or_with_strided_slopes_takes_the_numpy_path(
+        prelu_calls, dtype):
+    x, _ = data((3, 8, 7), dtype)
+    w = torch.linspace(-1.5, 1.25, 8).to(dtype)
+    expected = F.prelu(x, w)
+    size = x.element_size()
+    bx, bw = bytearray(size * (x.numel() + 2)), bytearray(size * 10)
+    tx = torch.frombuffer(bx, dtype=dtype, offset=1, count=x.numel()).view(x.shape)
+    tw = torch.frombuffer(bw, dtype=dtype, offset=1, count=8)  # (1 byte past a boundary)
+    tx.copy_(x), tw.copy_(w)
+    assert tx.data_ptr() % size == 1 and tw.data_ptr() % size == 1
+    assert_same(lt.prelu(tx, w), expected)
+    assert_same(lt.prelu(x, tw), expected)
+    assert prelu_calls == [((3, 8, 7), False)] * 2
+    wide = torch.stack([w, w], 1).reshape(-1)[::2]  # (strided slopes: never by address)
+    assert_same(lt.prelu(x, wide), expected)
+    t = x.transpose(0, 2).contiguous().transpose(0, 2)  # (strided input)
+    assert_same(lt.prelu(t, w), F.prelu(t, w))
+    assert len(prelu_calls) == 2
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_prelu_at_refuses_memory_off_the_element_size_and_writes_nothing(dtype):
+    dt = np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    raw = np.zeros(8 * 40 + 1, np.uint8)
+    src = raw[1:1 + 8 * 24]  # (1 byte past an aligned address)
+    w = np.array([0.5, -2.0, 0.25], dt)
+    out = np.full((2, 3, 4), 7, dt)
+    before = out.copy()
+    assert not _core.prelu_at(dt, 2, 3, 4, src.ctypes.data, w.ctypes.data, out.ctypes.data)
+    assert np.array_equal(out.view(np.uint8), before.view(np.uint8))
+    x = np.linspace(-2, 2, 24).astype(dt).reshape(2, 3, 4)
+    assert _core.prelu_at(dt, 2, 3, 4, x.ctypes.data, w.ctypes.data, out.ctypes.data)
+    assert np.array_equal(out.view(np.uint8), leakyops.prelu(x, w).view(np.uint8))

@@ -66,7 +66,7 @@ from ._team import (CLAIMED, DONE, GOMP_PARALLEL, IDLE, MAX_THREADS, OMP_MAX_THR
                     TEAM_DRIVERS, WORKERS, part_address, rows_at, runner_address, set_state,
                     worker_loop)
 from ._plain import (MISSING_LAST, MISSING_ONE, MISSING_ROWS, NEEDS_THREADS, NOT_FINITE,
-                     prelu_bwd_plain, prelu_fwd_plain)
+                     prelu_bwd_plain, prelu_fwd_at, prelu_fwd_plain)
 from ._threaded import (lrelu_bwd_nd_par, lrelu_bwd_row_par, lrelu_fwd_nd_inplace_par,
                         lrelu_fwd_nd_par, lrelu_fwd_row_inplace_par, lrelu_fwd_row_par,
                         prelu_bwd_c_run_par, prelu_bwd_nd_par, prelu_fwd_nd_par)
@@ -84,5 +84,5 @@ __all__ = ["VIEW_DTYPES", "Rule", "DNNL_ELTWISE", "DNNL_RELU", "DNNL_REF", "DNNL
            "MAX_THREADS", "ROW", "WORKERS", "SYSCALL", "STATE", "DONE", "IDLE", "SLEEP", "CLAIMED",
            "STOP", "SYS_FUTEX", "OPENMP", "GOMP_PARALLEL", "OMP_THREAD_NUM", "OMP_NUM_THREADS",
            "OMP_MAX_THREADS", "OMP_RUNNER", "OMP_REGIONS", "OMP_THREADS_SEEN", "runner_address",
-           "prelu_bwd_plain", "prelu_fwd_plain", "MISSING_LAST", "MISSING_ONE",
+           "prelu_bwd_plain", "prelu_fwd_at", "prelu_fwd_plain", "MISSING_LAST", "MISSING_ONE",
            "MISSING_ROWS", "NEEDS_THREADS", "NOT_FINITE"]

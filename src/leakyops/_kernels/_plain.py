@@ -30,7 +30,7 @@ from ._rules import _load
 from ._team import (address, lrelu_fwd_row_team, prelu_bwd_c_run_team, prelu_fwd_c_run_team,
                     prelu_fwd_short_run_team)
 
-__all__ = ["prelu_bwd_plain", "prelu_fwd_plain", "PATTERN_MAX", "MISSING_LAST", "MISSING_ONE",
+__all__ = ["prelu_bwd_plain", "prelu_fwd_at", "prelu_fwd_plain", "PATTERN_MAX", "MISSING_LAST", "MISSING_ONE",
            "MISSING_ROWS", "NEEDS_THREADS", "NOT_FINITE"]
 
 #: The largest slope pattern (elements) ``prelu_fwd_short_run`` lays out.
@@ -171,6 +171,41 @@ def prelu_bwd_plain(g, x, w, gi, gw, axis, ge, threads, team, part_rows, part_la
     return ran
 
 
+@njit(inline="always", **NJIT_OPTIONS)
+def _prelu_fwd_rows(x, out, wv, outer, c, inner, last, ge, threads, team, short_row, lim_rows,
+                    lim_last, lim_short, part_rows, part_last, wait, nbytes):
+    """``prelu_fwd_plain``'s kernels for a slope per channel (``c`` > 1), ``x`` and ``out``
+    C-contiguous (any shape of ``outer * c * inner`` elements), ``wv`` the 1-D slopes: channels
+    last (``last``), short rows or rows, as described there (and ``prelu_fwd_at``'s)."""
+    if last:
+        if part_last == 0:
+            return MISSING_LAST
+        t = _threads_for(threads, nbytes, lim_last)
+        if t == 0:
+            return NEEDS_THREADS
+        shape3 = (1, outer, c)
+        return prelu_fwd_c_run_team(_view(x, shape3), _view(out, shape3), wv, True, ge,
+                                    0 if outer >= c else 1, team, part_last, wait, t)
+    shape3 = (outer, c, inner)
+    xv, ov = _view(x, shape3), _view(out, shape3)
+    if inner < short_row and c * inner <= PATTERN_MAX:
+        if part_last == 0:
+            return MISSING_LAST
+        t = _threads_for(threads, nbytes, lim_short)
+        if t == 0:
+            return NEEDS_THREADS
+        return prelu_fwd_short_run_team(xv, ov, wv, ge, team, part_last, wait, t)
+    split = 0 if outer >= c else 1
+    t = _threads_for(threads, nbytes, lim_rows)
+    if t == 0:
+        return NEEDS_THREADS
+    if t > 1:
+        if part_rows == 0:
+            return MISSING_ROWS
+        return prelu_fwd_c_run_team(xv, ov, wv, False, ge, split, team, part_rows, wait, t)
+    return int(prelu_fwd_c_run(xv, ov, wv, False, ge, split))
+
+
 @_jit
 def prelu_fwd_plain(x, w, out, axis, ge, threads, team, short_row, lim_rows, lim_last,
                     lim_short, lim_one, part_rows, part_last, part_one, wait):
@@ -208,30 +243,40 @@ def prelu_fwd_plain(x, w, out, axis, ge, threads, team, short_row, lim_rows, lim
         ov = _view(out, (n,))
         return lrelu_fwd_row_team(_view(x, (n,)), ov, np.float64(_load(wv[0], ov)), ge, team,
                                   part_one, wait, t)
-    if last:
-        if part_last == 0:
-            return MISSING_LAST
-        t = _threads_for(threads, nbytes, lim_last)
-        if t == 0:
-            return NEEDS_THREADS
-        shape3 = (1, outer, c)
-        return prelu_fwd_c_run_team(_view(x, shape3), _view(out, shape3), wv, True, ge,
-                                    0 if outer >= c else 1, team, part_last, wait, t)
-    shape3 = (outer, c, inner)
-    xv, ov = _view(x, shape3), _view(out, shape3)
-    if inner < short_row and c * inner <= PATTERN_MAX:
-        if part_last == 0:
-            return MISSING_LAST
-        t = _threads_for(threads, nbytes, lim_short)
-        if t == 0:
-            return NEEDS_THREADS
-        return prelu_fwd_short_run_team(xv, ov, wv, ge, team, part_last, wait, t)
-    split = 0 if outer >= c else 1
-    t = _threads_for(threads, nbytes, lim_rows)
-    if t == 0:
-        return NEEDS_THREADS
-    if t > 1:
-        if part_rows == 0:
-            return MISSING_ROWS
-        return prelu_fwd_c_run_team(xv, ov, wv, False, ge, split, team, part_rows, wait, t)
-    return int(prelu_fwd_c_run(xv, ov, wv, False, ge, split))
+    return _prelu_fwd_rows(x, out, wv, outer, c, inner, last, ge, threads, team, short_row,
+                           lim_rows, lim_last, lim_short, part_rows, part_last, wait, nbytes)
+
+
+_AT: dict = {}
+
+
+def _prelu_at(dtype, ge):
+    """``prelu`` with a slope per channel on raw memory: ``(outer, c, inner, x, w, out,
+    threads, team, short_row, lim_rows, lim_last, lim_short, part_rows, part_last, wait)``,
+    ``x`` and ``out`` the addresses of ``outer * c * inner`` C-contiguous elements, ``w`` of
+    ``c`` slopes (``c`` > 1), the rest and the result as ``prelu_fwd_plain``'s. (A closure of
+    constants, as ``_team._rows_at``'s.)"""
+    size = np.dtype(dtype).itemsize
+
+    def at(outer, c, inner, x, w, out, threads, team, short_row, lim_rows, lim_last, lim_short,
+           part_rows, part_last, wait):
+        n = outer * c * inner
+        return _prelu_fwd_rows(carray(address(x), n, dtype), carray(address(out), n, dtype),
+                               carray(address(w), c, dtype), outer, c, inner, inner == 1, ge,
+                               threads, team, short_row, lim_rows, lim_last, lim_short,
+                               part_rows, part_last, wait, n * size)
+    return at
+
+
+def prelu_fwd_at(dtype, ge):
+    """The entry point (called without numba's type dispatch) of ``prelu``'s kernels for a
+    slope per channel on raw memory (``_prelu_at``) for the storage view ``dtype`` and the flag
+    ``ge``, compiled on first use (or found in numba's disk cache)."""
+    key = (np.dtype(dtype), ge)
+    ep = _AT.get(key)
+    if ep is None:
+        disp = _jit(_prelu_at(np.dtype(dtype).type, ge))
+        i64 = types.int64
+        ep = _AT[key] = disp.compile((i64,) * 15)
+        _AT[key, "keep"] = disp
+    return ep
