@@ -30,8 +30,8 @@ from ._rules import _load
 from ._team import (address, lrelu_fwd_row_team, prelu_bwd_c_run_team, prelu_fwd_c_run_team,
                     prelu_fwd_short_run_team)
 
-__all__ = ["prelu_bwd_plain", "prelu_fwd_at", "prelu_fwd_plain", "PATTERN_MAX", "MISSING_LAST", "MISSING_ONE",
-           "MISSING_ROWS", "NEEDS_THREADS", "NOT_FINITE"]
+__all__ = ["prelu_bwd_plain", "prelu_fwd_at", "prelu_fwd_plain", "PATTERN_MAX", "MISSING_LAST",
+           "MISSING_ONE", "MISSING_ROWS", "NEEDS_THREADS", "NOT_FINITE"]
 
 #: The largest slope pattern (elements) ``prelu_fwd_short_run`` lays out.
 PATTERN_MAX = 1 << 16
