@@ -52,6 +52,8 @@ _CALLS = textwrap.dedent("""
             ok.append(same(lt.leaky_relu_backward(d, x, 0.1),
                            torch.ops.aten.leaky_relu_backward(d, x, 0.1, False)))
             ok.append(same(lt.prelu(x, w), F.prelu(x, w)))
+            xc = x.view(8, 64, 32, 32).contiguous(memory_format=torch.channels_last)
+            ok.append(same(lt.prelu(xc, w), F.prelu(xc, w)))  # (the parts: rows of 64)
             gi, gw = lt.prelu_backward(d, x, w)
             ok.append(same(gi, torch.where(x > 0, d, d * w.view(1, -1, 1))))
         return ok
@@ -79,7 +81,7 @@ def _run(code: str, env: dict | None = None, timeout: int = 600) -> dict:
 def test_each_large_call_runs_in_one_parallel_region_of_pytorchs_threads():
     r = _run(_CALLS)
     assert all(r["ok"]), r
-    assert r["regions"] == len(r["ok"]), r  # (one region a call: 5 operators x 2 dtypes)
+    assert r["regions"] == len(r["ok"]), r  # (one region a call: 6 calls x 2 dtypes)
     assert r["threads_seen"] == min(2, r["torch_threads"]) >= 2, r
     assert r["workers"] == 0, r  # (leakyops' own workers never started)
 

@@ -183,9 +183,9 @@ def _prelu_fwd_rows(x, out, wv, outer, c, inner, last, ge, threads, team, short_
         t = _threads_for(threads, nbytes, lim_last)
         if t == 0:
             return NEEDS_THREADS
-        shape3 = (1, outer, c)
+        shape3 = (1, outer, c)  # (the parts split the outer rows, axis 1 of these views)
         return prelu_fwd_c_run_team(_view(x, shape3), _view(out, shape3), wv, True, ge,
-                                    0 if outer >= c else 1, team, part_last, wait, t)
+                                    np.int64(1), team, part_last, wait, t)
     shape3 = (outer, c, inner)
     xv, ov = _view(x, shape3), _view(out, shape3)
     if inner < short_row and c * inner <= PATTERN_MAX:
