@@ -388,6 +388,20 @@ def _plain_memory(t: Tensor) -> bool:
     return (type(t) is Tensor or type(t) is _Parameter) and t.is_contiguous() and not t.is_neg()
 
 
+def _dense_memory(t: Tensor) -> bool:
+    """Whether the kernels may take ``t``'s elements as one run of memory in its own order:
+    as ``_plain_memory``, but C-contiguous or channels last (4-D or 5-D). ``empty_like``
+    gives such a tensor's strides again, so an element-wise result lies where its input
+    does; ``t.stride(1)`` is the run of one channel's elements (the C-contiguous strides ignore
+    a size-1 dimension's stride, as the channels-last ones do)."""
+    return (type(t) is Tensor or type(t) is _Parameter) and not t.is_neg() and (
+        t.is_contiguous() or t.is_contiguous(memory_format=_CHANNELS_LAST)
+        or t.is_contiguous(memory_format=_CHANNELS_LAST_3D))
+
+
+_CHANNELS_LAST, _CHANNELS_LAST_3D = torch.channels_last, torch.channels_last_3d
+
+
 def _on_torch_threads(call, *args, **kwargs):
     """``call(*args, **kwargs)`` (a core function) with its threaded parts on PyTorch's
     threads (``_POOL``)."""
@@ -447,9 +461,9 @@ def _leaky_relu_kernel(self: Tensor, negative_slope: float) -> Tensor:
     n = out.numel()
     if n == 0:  # see _EMPTY_NOTE
         return out
-    if type(negative_slope) is float and _plain_memory(self) and _core.rows_at(
+    if type(negative_slope) is float and _dense_memory(self) and _core.rows_at(
             "leaky_relu", _STORAGE[self.dtype], n, self.data_ptr(), out.data_ptr(), 0,
-            negative_slope, _POOL_ADDR):
+            negative_slope, _POOL_ADDR):  # (out: empty_like's, the same strides)
         return out
     _on_torch_threads(
         _core.leaky_relu_impl,
@@ -487,9 +501,9 @@ def _leaky_relu_inplace_kernel(self: Tensor, negative_slope: float) -> None:
     if n == 0:  # see _EMPTY_NOTE
         _check_no_internal_overlap(fname, self)
         return
-    if type(negative_slope) is float and _plain_memory(self) and _core.rows_at(
+    if type(negative_slope) is float and _dense_memory(self) and _core.rows_at(
             "leaky_relu_", _STORAGE[self.dtype], n, self.data_ptr(), 0, 0,
-            negative_slope, _POOL_ADDR):  # (C-contiguous: no internal overlap)
+            negative_slope, _POOL_ADDR):  # (dense: no internal overlap)
         return
     _check_no_internal_overlap(fname, self)
     _on_torch_threads(_core.leaky_relu_inplace_impl, _to_numpy(self), negative_slope,
@@ -521,8 +535,10 @@ def _leaky_relu_backward_kernel(
     n = out.numel()
     if n == 0:  # see _EMPTY_NOTE
         return out
-    if same and type(negative_slope) is float and _plain_memory(self) \
-            and _plain_memory(grad_output) and _core.rows_at(
+    if same and type(negative_slope) is float and (
+            _plain_memory(self) and _plain_memory(grad_output) or _dense_memory(self)
+            and _dense_memory(grad_output) and grad_output.stride() == self.stride()) \
+            and _core.rows_at(
                 "leaky_relu_backward", _STORAGE[self.dtype], n, grad_output.data_ptr(),
                 self.data_ptr(), out.data_ptr(), negative_slope, _POOL_ADDR):
         return out
@@ -565,16 +581,16 @@ def _prelu_kernel(self: Tensor, weight: Tensor) -> Tensor:
     n = out.numel()
     if n == 0:  # see _EMPTY_NOTE
         return out
-    if _plain_memory(self):
+    if _dense_memory(self):  # (out: empty_like's, the same strides)
         c = weight.numel()
         if c == 1:
             if _core.rows_at("leaky_relu", _STORAGE[self.dtype], n, self.data_ptr(),
                              out.data_ptr(), 0, weight.item(), _POOL_ADDR):
                 return out  # (one shared slope: leaky_relu's rows, as the core's)
         elif _plain_memory(weight):  # (_check_prelu: c is the size of dim 1)
-            outer = self.shape[0]
-            if _core.prelu_at(_STORAGE[self.dtype], outer, c, n // (outer * c), self.data_ptr(),
-                              weight.data_ptr(), out.data_ptr(), _POOL_ADDR):
+            inner = self.stride(1)  # (a channel's run: H*W, or 1 for channels last)
+            if _core.prelu_at(_STORAGE[self.dtype], n // (c * inner), c, inner,
+                              self.data_ptr(), weight.data_ptr(), out.data_ptr(), _POOL_ADDR):
                 return out
     _on_torch_threads(
         _core.prelu_impl,

@@ -260,3 +260,73 @@ def test_prelu_at_refuses_memory_off_the_element_size_and_writes_nothing(dtype):
     x = np.linspace(-2, 2, 24).astype(dt).reshape(2, 3, 4)
     assert _core.prelu_at(dt, 2, 3, 4, x.ctypes.data, w.ctypes.data, out.ctypes.data)
     assert np.array_equal(out.view(np.uint8), leakyops.prelu(x, w).view(np.uint8))
+
+
+#: Channels-last tensors (4-D and 5-D), small and past every dtype's threshold of threads,
+#: and shapes whose strides are both C-contiguous and channels last (a channel of one element,
+#: or one channel).
+CHANNELS_LAST = [((2, 8, 5, 3), torch.channels_last), ((4, 24, 181, 181), torch.channels_last),
+                 ((2, 8, 3, 4, 5), torch.channels_last_3d), ((3, 16, 1, 1), torch.channels_last),
+                 ((3, 1, 4, 5), torch.channels_last)]
+
+
+@pytest.mark.parametrize("shape,fmt", CHANNELS_LAST,
+                         ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else "")
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_channels_last_tensors_go_by_address_with_pytorchs_bits(calls, prelu_calls, dtype,
+                                                                shape, fmt):
+    x, g = (t.contiguous(memory_format=fmt) for t in data(shape, dtype))
+    assert x.is_contiguous(memory_format=fmt)
+    assert_same(lt.leaky_relu(x, 0.2), F.leaky_relu(x, 0.2))
+    y, z = x.clone(), x.clone()
+    assert y.stride() == x.stride()
+    lt.leaky_relu_(y, 0.2)
+    F.leaky_relu_(z, 0.2)
+    assert_same(y, z)
+    assert_same(lt.leaky_relu_backward(g, x, 0.2),
+                torch.ops.aten.leaky_relu_backward(g, x, 0.2, False))
+    assert_same(lt.prelu(x, torch.tensor([-0.25], dtype=dtype)),
+                F.prelu(x, torch.tensor([-0.25], dtype=dtype)))
+    assert calls == [("leaky_relu", True), ("leaky_relu_", True), ("leaky_relu_backward", True),
+                     ("leaky_relu", True)]
+    c = shape[1]
+    w = torch.linspace(-1.5, 1.25, c).to(dtype)
+    assert_same(lt.prelu(x, w), F.prelu(x, w))
+    if c > 1:  # (a channel's elements one apart in memory, or C-contiguous where H = W = 1)
+        assert prelu_calls == [((x.numel() // c, c, 1), True)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_layouts_that_differ_take_the_numpy_path(calls, prelu_calls, dtype):
+    x, g = data((3, 8, 5, 7), dtype)
+    xc = x.contiguous(memory_format=torch.channels_last)
+    # grad_output C-contiguous, x channels last: not one order, the NumPy path decides
+    assert_same(lt.leaky_relu_backward(g, xc, 0.2),
+                torch.ops.aten.leaky_relu_backward(g, xc, 0.2, False))
+    assert calls == []
+    p = x.permute(0, 3, 1, 2).contiguous().permute(0, 2, 3, 1)  # (dense, no named format)
+    assert p.shape == x.shape and not p.is_contiguous()
+    assert not p.is_contiguous(memory_format=torch.channels_last)
+    w = torch.linspace(-1.5, 1.25, 8).to(dtype)
+    assert_same(lt.leaky_relu(p, 0.2), F.leaky_relu(p, 0.2))
+    assert_same(lt.prelu(p, w), F.prelu(p, w))
+    assert calls == [] and prelu_calls == []
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_channels_last_modules_and_autograd_go_by_address(calls, prelu_calls, dtype):
+    x, g = (t.contiguous(memory_format=torch.channels_last) for t in data((4, 8, 6, 5), dtype))
+    m = lt.PReLU(8, dtype=dtype)
+    with torch.no_grad():
+        m.weight.copy_(torch.linspace(-0.5, 0.5, 8))
+    w = m.weight.detach()
+    for ours, theirs in ((lt.LeakyReLU(0.1), lambda t: F.leaky_relu(t, 0.1)),
+                         (m, lambda t: F.prelu(t, w))):
+        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+        y = ours(a)
+        assert_same(y.detach(), theirs(x))
+        y.backward(g)
+        theirs(b).backward(g)
+        assert_same(a.grad, b.grad)
+    assert calls == [("leaky_relu", True), ("leaky_relu_backward", True)]
+    assert prelu_calls == [((4 * 6 * 5, 8, 1), True)]
