@@ -11,6 +11,7 @@ import pytest
 import leakyops
 from leakyops import _core, _cpu
 from leakyops._kernels._plain import PATTERN_MAX, prelu_layout
+from leakyops._kernels._team import LAST_GROUP
 from refs import (BF16, DTYPE_IDS, DTYPES, assert_same, assert_same_sum, bits, random_values, ref_leaky_relu,
                   ref_leaky_relu_backward, ref_prelu, ref_prelu_backward, special_values)
 
@@ -706,6 +707,34 @@ def test_prelus_short_rows_give_the_same_bits_on_every_path(dtype, threaded, mon
         with monkeypatch.context() as m:
             m.setattr(_core, "_SHORT_ROW", {dt: 0 for dt in _core._SHORT_ROW})
             assert_same(leakyops.prelu(x, w, out=rowwise), want)
+
+
+@dtypes
+@pytest.mark.parametrize("threaded", [False, True], ids=["serial", "threaded"])
+def test_prelus_channels_last_rows_of_few_channels_run_in_groups_with_each_elements_slope(
+        dtype, threaded, monkeypatch):
+    """Channels last (the channel the last axis, a slope per element of a row): rows of fewer
+    than ``LAST_GROUP // 2`` elements run in groups of ``LAST_GROUP // C`` rows over the slopes
+    repeated, the rows that fill no group after them: the reference's bits for channel counts
+    around the group sizes and row counts around the groups' (one group, two, two and one row
+    more), special values in x and among the slopes; one thread or the groups split among the
+    threads."""
+    if threaded:
+        monkeypatch.setattr(_core, "PARALLEL_MIN_BYTES", 1)
+    rng = np.random.default_rng(45)
+    special = special_values(dtype)
+    for c in (2, 3, 16, 17, 85, 127, 128, 129):
+        g = max(1, LAST_GROUP // c)
+        for rows in (1, g, 2 * g - 1, 2 * g, 2 * g + 1, 7 * g + 5):
+            x = random_values(rng, (rows, c), dtype)
+            x[:, 0] = special[rng.integers(0, len(special), rows)]
+            w = rng.uniform(-2, 2, c).astype(dtype)
+            w[:len(special)] = special[:c]
+            want = ref_prelu(x, w.reshape(1, c))
+            assert_same(leakyops.prelu(x, w), want)
+            out = np.empty_like(x)
+            assert leakyops.prelu(x, w, out=out) is out
+            assert_same(out, want)
 
 
 @dtypes

@@ -28,7 +28,7 @@ from ._jit import _jit
 from ._loops import _overlap, prelu_bwd_c_run, prelu_fwd_c_run
 from ._rules import _load
 from ._team import (address, lrelu_fwd_row_team, prelu_bwd_c_run_team, prelu_fwd_c_run_team,
-                    prelu_fwd_short_run_team)
+                    prelu_fwd_last_run_team, prelu_fwd_short_run_team)
 
 __all__ = ["prelu_bwd_plain", "prelu_fwd_at", "prelu_fwd_plain", "PATTERN_MAX", "MISSING_LAST",
            "MISSING_ONE", "MISSING_ROWS", "NEEDS_THREADS", "NOT_FINITE"]
@@ -183,9 +183,9 @@ def _prelu_fwd_rows(x, out, wv, outer, c, inner, last, ge, threads, team, short_
         t = _threads_for(threads, nbytes, lim_last)
         if t == 0:
             return NEEDS_THREADS
-        shape3 = (1, outer, c)  # (the parts split the outer rows, axis 1 of these views)
-        return prelu_fwd_c_run_team(_view(x, shape3), _view(out, shape3), wv, True, ge,
-                                    np.int64(1), team, part_last, wait, t)
+        shape3 = (1, outer, c)
+        return prelu_fwd_last_run_team(_view(x, shape3), _view(out, shape3), wv, ge, team,
+                                       part_last, wait, t)
     shape3 = (outer, c, inner)
     xv, ov = _view(x, shape3), _view(out, shape3)
     if inner < short_row and c * inner <= PATTERN_MAX:

@@ -614,6 +614,37 @@ def prelu_fwd_c_run_team(x, out, w, per_k, ge, axis, team, fn, wait, nthreads):
     return _prelu_team(x, out, w, axis, team, fn, wait, nthreads)
 
 
+#: prelu's channels-last forward runs rows of fewer than ``LAST_GROUP // 2`` elements in
+#: groups of ``LAST_GROUP // C`` rows (``prelu_fwd_last_run_team``).
+LAST_GROUP = 256
+
+
+@_jit
+def prelu_fwd_last_run_team(x, out, w, ge, team, fn, wait, nthreads):
+    """``prelu_fwd_c_run`` channels last on the team ((1, rows, C) views, element k of a row
+    with the slope ``w[k]``; ``fn`` the prelu part with ``per_k``), the parts splitting the
+    rows. Rows of fewer than ``LAST_GROUP // 2`` elements run in groups of g = ``LAST_GROUP //
+    C`` as rows of g·C over the slopes repeated g times (a row of 16 half-type elements is half
+    a vector with a masked tail); the rows that fill no group after them, on this thread. The
+    same element-by-element results. 0, nothing written, as there."""
+    if not _disjoint_out(x, out, w):
+        return 0
+    rows, c = x.shape[1], x.shape[2]
+    g = LAST_GROUP // c
+    if 2 * c >= LAST_GROUP or rows < 2 * g:
+        return _prelu_team(x, out, w, _as_int64(1), team, fn, wait, nthreads)
+    groups = rows // g
+    pattern = np.empty(g * c, w.dtype)
+    for r in range(g):
+        pattern[r * c:(r + 1) * c] = w
+    shape3 = (1, groups, g * c)
+    done = _prelu_team(carray(address(x.ctypes.data), shape3, x.dtype),
+                       carray(address(out.ctypes.data), shape3, out.dtype), pattern,
+                       _as_int64(1), team, fn, wait, nthreads)
+    prelu_fwd_c(x, out, w, True, ge, _as_int64(1), _as_int64(groups * g), rows)
+    return done
+
+
 @_jit
 def prelu_fwd_short_run_team(x, out, w, ge, team, fn, wait, nthreads):
     """``prelu_fwd_short_run`` on the team: the outer rows in parts, over the slopes laid out
