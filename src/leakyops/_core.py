@@ -1242,12 +1242,22 @@ def _prelu_plain(x, weight, axis, out, rule):
             return None
         if ran == _kernels.NEEDS_THREADS:
             threads, words = _threads.team_call(plan[2])
-        elif ran == _kernels.MISSING_ROWS:
-            plan[8] = _kernels.part_address("prelu", plan[12], (False, rule))
-        elif ran == _kernels.MISSING_LAST:
-            plan[9] = _kernels.part_address("prelu", plan[12], (True, rule))
-        else:  # (MISSING_ONE)
-            plan[10] = _kernels.part_address("fwd", plan[12], rule)
+        else:
+            _make_part(plan, 8, ran, "prelu", plan[12], rule)
+
+
+def _make_part(plan: list, at: int, ran: int, kind: str, view, rule) -> None:
+    """Make the part function a prelu or prelu_backward entry (``kind``: ``"prelu"``,
+    ``"prelu_bwd"``) found missing (``ran``: ``MISSING_ROWS``, ``MISSING_LAST``,
+    ``MISSING_ONE``) for the kernels' view dtype ``view`` and ``rule``, and keep its address
+    in ``plan[at]`` (a slope per row), ``plan[at + 1]`` (channels last and short rows) or
+    ``plan[at + 2]`` (one shared slope: leaky_relu's forward part)."""
+    if ran == _kernels.MISSING_ROWS:
+        plan[at] = _kernels.part_address(kind, view, (False, rule))
+    elif ran == _kernels.MISSING_LAST:
+        plan[at + 1] = _kernels.part_address(kind, view, (True, rule))
+    else:  # (MISSING_ONE: prelu's forward only)
+        plan[at + 2] = _kernels.part_address("fwd", view, rule)
 
 
 #: prelu's contiguous path per (storage dtype, ndim, rule): ``[compiled entry
@@ -1298,11 +1308,12 @@ def prelu_at(dt, outer: int, c: int, inner: int, ax: int, aw: int, aout: int,
         limits = [PARALLEL_MIN_BYTES / wt for wt in weights]
         plan = _PRELU_AT_PLAN[dt] = [_kernels.prelu_fwd_at(_FAST_VIEW[dt] or dt, False),
                                      min(limits), max(limits), _SHORT_ROW[dt], *limits, 0, 0,
-                                     weights[0], np.dtype(_FAST_VIEW[dt] or dt)]
+                                     weights[0], np.dtype(_FAST_VIEW[dt] or dt),
+                                     _threads.team().addr]
     if (ax | aw | aout) % dt.itemsize:
         return False
     nbytes = outer * c * inner * dt.itemsize
-    own = _threads.team().addr  # (a team driver on one thread still names it)
+    own = plan[11]  # (a team driver on one thread still names it)
     if nbytes < plan[1]:
         threads, words = 1, own
     elif nbytes < plan[2]:  # (enough for some of its kernels: the entry tells)
@@ -1318,17 +1329,15 @@ def prelu_at(dt, outer: int, c: int, inner: int, ax: int, aw: int, aout: int,
             return False
         if ran == _kernels.NEEDS_THREADS:
             threads, words = _threads.team_call(own, pool)
-        elif ran == _kernels.MISSING_ROWS:
-            plan[7] = _kernels.part_address("prelu", plan[10], (False, False))
-        else:  # (MISSING_LAST)
-            plan[8] = _kernels.part_address("prelu", plan[10], (True, False))
+        else:
+            _make_part(plan, 7, ran, "prelu", plan[10], False)
 
 
 #: ``prelu_at``'s plans per storage dtype: ``[entry point, the fewest bytes of output any of
 #: its kernels runs threaded from, the most, the short-row limit, the bytes from which each
 #: kernel runs threaded (rows, channels last, short rows), the part functions' addresses
 #: (rows; channels last and short rows: 0 until a call needs them), the thread weight of a
-#: byte of the rows' kernel, the kernels' view dtype]``.
+#: byte of the rows' kernel, the kernels' view dtype, the team's address]``.
 _PRELU_AT_PLAN: dict = {}
 
 
@@ -1670,10 +1679,7 @@ def _prelu_backward_plain(g, x, weight, axis, out, rule):
         if ran == _kernels.NOT_FINITE:  # (float64: ran; an element to sum again exactly)
             _exact_grad_weight(g, x, gw, _prelu_weight_shape(x.shape, weight.shape, axis), rule)
             return gi, gw
-        if ran == _kernels.MISSING_ROWS:
-            plan[3] = _kernels.part_address("prelu_bwd", plan[5], (False, rule))
-        else:  # (MISSING_LAST)
-            plan[4] = _kernels.part_address("prelu_bwd", plan[5], (True, rule))
+        _make_part(plan, 3, ran, "prelu_bwd", plan[5], rule)
 
 
 #: prelu_backward's contiguous path per (storage dtype, ndim, rule): ``[compiled entry
