@@ -1509,19 +1509,30 @@ def prelu_bwd_c(g, x, gi, w, acc, comp, lo, hi, ge):
     """Channels last, rows lo:hi (of axis 1) of C-contiguous 3-D views whose element k has
     the slope ``w[k]`` ((1, outer, C) from the contiguous path): ``gi`` written and each
     element's term added into its weight element's pair (``acc``, ``comp``), in memory
-    order."""
+    order. A row's elements in vectors of ``LANES`` (element k's term into pair k, the
+    operations the element-by-element tail makes: LLVM vectorised neither loop, the pairs'
+    stores possibly aliasing the data's loads for all it knows), its last ones one by one."""
     n2 = x.shape[2]
     for i in range(x.shape[0]):
         for j in range(lo, hi):
-            for k in range(n2):
-                xv = _load(x[i, j, k], gi)
-                gv = _load(g[i, j, k], gi)
-                wv = _load(w[k], gi)
-                r = _lrelu_grad(gv, xv, wv, ge)
-                gi[i, j, k] = _narrow(r, gi)
-                term = _prelu_term(_load64(x[i, j, k]), _load64(g[i, j, k]), ge)
-                a, c = acc[k], comp[k]
-                acc[k], comp[k] = _kahan_add(a, c, term)
+            k = 0
+            while k + LANES <= n2:
+                xs = vload(x, (i, j, k), LANES)
+                gs = vload(g, (i, j, k), LANES)
+                r = _lrelu_grad(_load(gs, gi), _load(xs, gi), _load(vload(w, (k,), LANES), gi),
+                                ge)
+                vstore(gi, (i, j, k), _narrow(r, gi))
+                a, c = _kahan_add(vload(acc, (k,), LANES), vload(comp, (k,), LANES),
+                                  _prelu_term(_load64(xs), _load64(gs), ge))
+                vstore(acc, (k,), a)
+                vstore(comp, (k,), c)
+                k += LANES
+            for kk in range(k, n2):
+                r = _lrelu_grad(_load(g[i, j, kk], gi), _load(x[i, j, kk], gi),
+                                _load(w[kk], gi), ge)
+                gi[i, j, kk] = _narrow(r, gi)
+                term = _prelu_term(_load64(x[i, j, kk]), _load64(g[i, j, kk]), ge)
+                acc[kk], comp[kk] = _kahan_add(acc[kk], comp[kk], term)
 
 
 #: Elements a unit of a split reduction covers, independent of the thread count.
