@@ -392,8 +392,9 @@ def _dense_memory(t: Tensor) -> bool:
     """Whether the kernels may take ``t``'s elements as one run of memory in its own order:
     as ``_plain_memory``, but C-contiguous or channels last (4-D or 5-D). ``empty_like``
     gives such a tensor's strides again, so an element-wise result lies where its input
-    does; ``t.stride(1)`` is the run of one channel's elements (the C-contiguous strides ignore
-    a size-1 dimension's stride, as the channels-last ones do)."""
+    does. Where dim 1 has more than one element, ``t.stride(1)`` is then a channel's run of
+    elements (the product of the sizes after it in memory order: the contiguity tests pass
+    over only the strides of size-1 dimensions)."""
     return (type(t) is Tensor or type(t) is _Parameter) and not t.is_neg() and (
         t.is_contiguous() or t.is_contiguous(memory_format=_CHANNELS_LAST)
         or t.is_contiguous(memory_format=_CHANNELS_LAST_3D))
