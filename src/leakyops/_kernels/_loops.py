@@ -1517,11 +1517,8 @@ def prelu_bwd_c(g, x, gi, w, acc, comp, lo, hi, ge):
         for j in range(lo, hi):
             k = 0
             while k + LANES <= n2:
-                xs = vload(x, (i, j, k), LANES)
-                gs = vload(g, (i, j, k), LANES)
-                r = _lrelu_grad(_load(gs, gi), _load(xs, gi), _load(vload(w, (k,), LANES), gi),
-                                ge)
-                vstore(gi, (i, j, k), _narrow(r, gi))
+                xs, gs, _, _ = _grad_input_vector(g, x, gi, i, j, k,
+                                                  _load(vload(w, (k,), LANES), gi), ge)
                 a, c = _kahan_add(vload(acc, (k,), LANES), vload(comp, (k,), LANES),
                                   _prelu_term(_load64(xs), _load64(gs), ge))
                 vstore(acc, (k,), a)
