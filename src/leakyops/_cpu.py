@@ -14,7 +14,10 @@ The kernels take one path per (operator, dtype), decided here once (:func:`kerne
 - bfloat16 widens by a shift; it rounds to nearest even with AVX512-BF16's ``vcvtneps2bf16``
   (through LLVM's ``bfloat``) where the target has it, a vector at a time, and in 32-bit
   integers where a vector holds a float32 subnormal, which the instruction flushes to zero;
-  elsewhere in 32-bit integers (portable);
+  elsewhere in 32-bit integers (portable); where the target has AVX2 (and not the
+  instruction), the element-wise rows of ``leaky_relu``, ``leaky_relu_`` and
+  ``leaky_relu_backward`` (and every streamed row) widen and round in pair order
+  (:func:`bf16_pairs`): no lane-crossing shuffle;
 - ``prelu_backward``'s weight gradient sums its terms in 16 float64 lanes of an explicit LLVM
   vector, in a written-out order (portable: the same bits on every CPU).
 
@@ -48,8 +51,8 @@ import math
 import os
 
 __all__ = ["host_features", "host_name", "target", "target_features", "CAP_ENV", "cap", "LEVELS",
-           "soft_half", "avx_blend", "bf16_convert", "masked_vectors", "prelu_short_rows",
-           "thread_weights", "thread_thresholds", "kernel_paths",
+           "soft_half", "avx_blend", "bf16_convert", "bf16_pairs", "masked_vectors",
+           "prelu_short_rows", "thread_weights", "thread_thresholds", "kernel_paths",
            "runtime_info"]
 
 #: The environment variable that caps the instruction sets the kernels use.
@@ -197,6 +200,16 @@ def bf16_convert() -> bool:
     return need <= (target_features() or frozenset()) and need <= host_features()
 
 
+def bf16_pairs() -> bool:
+    """Whether the element-wise bfloat16 loops widen and round in pair order (``_rules.
+    _bf16_pairs``: even and odd elements in separate halves of the lanes, no lane-crossing
+    shuffle): the target has AVX2 (256-bit integer shifts and blends), the rounding is the
+    integer one (not ``bf16_convert``) and no cap below ``f16c``."""
+    if cap() in ("portable", "avx") or bf16_convert():
+        return False
+    return "avx2" in (target_features() or frozenset())
+
+
 def masked_vectors() -> bool:
     """Whether prelu's float32 rows take explicit vectors whose last, partial vector is masked
     (AVX-512F: a masked load or store is one instruction), rather than LLVM's vectorised loop,
@@ -327,6 +340,10 @@ def kernel_paths() -> dict[str, dict[str, str]]:
         paths[op] = {}
         for dt in _DTYPES:
             path = f"loop vectorised by LLVM, {conversions[dt]}"
+            if (op in ("leaky_relu", "leaky_relu_", "leaky_relu_backward") and dt == "bfloat16"
+                    and bf16_pairs()):
+                path = ("explicit vectors in pair order (even and odd elements in separate "
+                        f"lanes, AVX2), {conversions[dt]}")
             if op == "leaky_relu_" and dt in ("float32", "float64") and avx_blend():
                 path = f"explicit vectors with AVX blends (plain stores), {conversions[dt]}"
             if op == "prelu" and dt == "float32" and masked_vectors():

@@ -163,24 +163,29 @@ _CHILD = textwrap.dedent("""
     sys.path[:0] = [{tests!r}, {here!r}]
     from leakyops import _cpu
     import test_bf16_paths as t
-    print(json.dumps({{"hw": _cpu.bf16_convert(),
+    print(json.dumps({{"hw": _cpu.bf16_convert(), "pairs": _cpu.bf16_pairs(),
                        "bits": {{f.__name__: {{k: t.bits(v).tobytes().hex()
                                              for k, v in f().items()}}
                                 for f in (t._cases, t._grad_weight_cases)}}}}))
 """)
 
 
-@pytest.fixture(scope="module")
-def capped_child() -> dict:
-    """Both sets of cases computed in one child capped below the instruction (it compiles its
-    kernels once: about 45 s)."""
-    env = dict(os.environ, LEAKYOPS_MAX_CPU_ISA="f16c")
+def _child_bits(cap: str) -> dict:
+    """Both sets of cases computed in one child with ``LEAKYOPS_MAX_CPU_ISA=cap`` (it compiles
+    its kernels once: about 45 s)."""
+    env = dict(os.environ, LEAKYOPS_MAX_CPU_ISA=cap)
     here = os.path.dirname(os.path.abspath(__file__))
     code = _CHILD.format(tests=os.path.dirname(here), here=here)
     r = subprocess.run([sys.executable, "-c", code], env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def capped_child() -> dict:
+    """The cases capped below the instruction (``f16c``: the integer rounding)."""
+    return _child_bits("f16c")
 
 
 @needs_hw
@@ -195,6 +200,21 @@ def test_the_instruction_and_the_integer_rounding_give_the_same_bits(cases, capp
     assert here.keys() == theirs.keys()
     for name, value in here.items():
         assert bits(value).tobytes().hex() == theirs[name], name
+
+
+@pytest.mark.skipif(not _cpu.bf16_pairs(), reason="this CPU (or numba's target, or the cap) "
+                    "takes no bfloat16 vectors in pair order (AVX2 with the integer rounding)")
+def test_pair_order_gives_the_bits_of_element_order():
+    """The element-wise operators in pair order (``_rules._bf16_pairs``: even and odd elements
+    in separate lanes) against the same calls in a child capped at ``avx`` (element order, the
+    portable loops): every input, seven slopes, and prelu's rows; the same bits, NaN payloads
+    included."""
+    theirs = _child_bits("avx")
+    assert theirs["pairs"] is False and theirs["hw"] is False
+    here = _cases()
+    assert here.keys() == theirs["bits"]["_cases"].keys()
+    for name, value in here.items():
+        assert bits(value).tobytes().hex() == theirs["bits"]["_cases"][name], name
 
 
 def _rounding_kernel():

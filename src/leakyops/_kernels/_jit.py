@@ -36,8 +36,8 @@ from numba import njit, typeof, types
 from .. import _cpu
 from .._config import NJIT_OPTIONS, cache_enabled
 
-__all__ = ["_jit", "entry_point", "SOFT_HALF", "AVX_BLEND", "BF16_CVT", "MASKED_VECTORS",
-           "STREAM_MIN_BYTES"]
+__all__ = ["_jit", "entry_point", "SOFT_HALF", "AVX_BLEND", "BF16_CVT", "BF16_PAIRS",
+           "MASKED_VECTORS", "STREAM_MIN_BYTES"]
 
 #: Whether float16 is converted in software (no F16C on the CPU numba compiles for).
 SOFT_HALF = _cpu.soft_half()
@@ -45,6 +45,8 @@ SOFT_HALF = _cpu.soft_half()
 AVX_BLEND = _cpu.avx_blend()
 #: Whether float32 rounds to bfloat16 with AVX512-BF16's ``vcvtneps2bf16`` (explicit vectors).
 BF16_CVT = _cpu.bf16_convert()
+#: Whether the element-wise bfloat16 loops widen and round in pair order (AVX2, integer rounding).
+BF16_PAIRS = _cpu.bf16_pairs()
 #: Whether prelu's float32 rows take explicit vectors with a masked last vector (AVX-512F).
 MASKED_VECTORS = _cpu.masked_vectors()
 #: Output bytes from which a contiguous row is written with streaming stores.
@@ -62,7 +64,8 @@ def _package_stamp() -> tuple:
         st = os.stat(path)
         stamp.append((path.name, st.st_mtime, st.st_size))
     return (tuple(stamp), ("soft_half", SOFT_HALF), ("avx_blend", AVX_BLEND),
-            ("bf16_cvt", BF16_CVT), ("masked_vectors", MASKED_VECTORS),
+            ("bf16_cvt", BF16_CVT), ("bf16_pairs", BF16_PAIRS),
+            ("masked_vectors", MASKED_VECTORS),
             ("stream_min_bytes", STREAM_MIN_BYTES))
 
 
