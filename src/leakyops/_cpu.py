@@ -35,9 +35,10 @@ measured crossovers of one thread and two on these paths), and stated in each pa
 
 The paths give the same bits; they differ in speed. ``LEAKYOPS_MAX_CPU_ISA`` caps them, as
 ``ONEDNN_MAX_CPU_ISA`` caps oneDNN: ``portable`` takes the portable path everywhere (the tests
-force it too), ``avx`` allows the AVX blends, ``f16c`` F16C as well, ``avx512bf16`` the
-bfloat16 instruction too (no cap: every path the target has). A cap the target cannot run (``f16c`` without F16C) is an error naming the
-missing feature. The older ``LEAKYOPS_SOFT_HALF=1`` still forces the software float16
+force it too), ``avx`` allows the AVX blends, ``f16c`` F16C and (with AVX2) bfloat16's pair
+order as well, ``avx512bf16`` the bfloat16 instruction too (no cap: every path the target
+has). A cap the target cannot run (``f16c`` without F16C) is an error naming the missing
+feature. The older ``LEAKYOPS_SOFT_HALF=1`` still forces the software float16
 conversions.
 
 >>> "sse2" in host_features() or not host_features()   # x86-64 has SSE2; other CPUs: their own
