@@ -205,10 +205,11 @@ def test_the_instruction_and_the_integer_rounding_give_the_same_bits(cases, capp
 @pytest.mark.skipif(not _cpu.bf16_pairs(), reason="this CPU (or numba's target, or the cap) "
                     "takes no bfloat16 vectors in pair order (AVX2 with the integer rounding)")
 def test_pair_order_gives_the_bits_of_element_order():
-    """The element-wise operators in pair order (``_rules._bf16_pairs``: even and odd elements
-    in separate lanes) against the same calls in a child capped at ``avx`` (element order, the
-    portable loops): every input, seven slopes, and prelu's rows; the same bits, NaN payloads
-    included."""
+    """leaky_relu, leaky_relu_ and leaky_relu_backward in pair order (``_rules._bf16_pairs``:
+    even and odd elements in separate lanes) against the same calls in a child capped at
+    ``avx`` (element order, the portable loops): every input, seven slopes; the same bits, NaN
+    payloads included. (prelu's cases, which keep the element order below the streaming
+    threshold, are compared too.)"""
     theirs = _child_bits("avx")
     assert theirs["pairs"] is False and theirs["hw"] is False
     here = _cases()
