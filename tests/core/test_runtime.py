@@ -410,6 +410,26 @@ def test_a_cache_entry_holding_another_signatures_code_is_compiled_again(tmp_pat
     assert again.returncode == 0 and again.stdout.split() == ["2", "2.5", "2"], again.stderr
 
 
+def test_processes_under_other_settings_keep_cache_files_of_their_own(tmp_path):
+    """A process compiling under other code-generation settings (here another streaming
+    threshold; a cap does the same) writes cache files of its own: afterwards the first
+    process still loads its kernel from the cache, and so does the second (one index file
+    each). numba alone keeps one index a function, which the other settings' stamp made stale:
+    each process then compiled every kernel again after the other had run."""
+    (tmp_path / "cached_mod.py").write_text(_CACHED_MODULE)
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path)}
+    a = {**env, "LEAKYOPS_STREAM_MIN_BYTES": "12345"}
+    b = {**env, "LEAKYOPS_STREAM_MIN_BYTES": "54321"}
+    code = "import cached_mod as m; print(m.inc(1), sum(m.inc.stats.cache_hits.values()))"
+    hits = []
+    for run_env in (a, b, a, b):
+        r = _run(code, run_env)
+        assert r.returncode == 0, r.stderr[-2000:]
+        hits.append(r.stdout.split())
+    assert hits == [["2", "0"], ["2", "0"], ["2", "1"], ["2", "1"]], hits
+    assert len(list((tmp_path / "cache").rglob("*.inc-*.nbi"))) == 2
+
+
 _MANY_SIGNATURES = """
 import os, sys, time
 import numpy as np

@@ -5,7 +5,9 @@ and size) of the one source file that defines it; but a loop in ``_loops.py`` in
 rules of ``_rules.py``, so an edited rule would leave stale loops behind. Every kernel of this
 package is therefore stamped with all of its source files and with the settings that change
 the code generated (the software float16 conversions), so that a change to any of them
-recompiles them all.
+recompiles them all. The settings also name the cache files (``_settings_tag``): a process
+under other settings (a cap, another streaming threshold) keeps files of its own rather than
+resetting the others'.
 
 numba's disk cache is not safe for processes that compile at once (pytest-xdist's workers, a
 pool, Dask's workers on a cold cache): each writer reads the index, takes the first free data
@@ -22,6 +24,7 @@ entry written again.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import pathlib
 import warnings
@@ -55,6 +58,13 @@ STREAM_MIN_BYTES = _cpu.stream_min_bytes()
 _HERE = pathlib.Path(__file__).resolve().parent
 
 
+def _settings() -> tuple:
+    """The code-generation settings a kernel's cache entry was compiled under."""
+    return (("soft_half", SOFT_HALF), ("avx_blend", AVX_BLEND), ("bf16_cvt", BF16_CVT),
+            ("bf16_pairs", BF16_PAIRS), ("masked_vectors", MASKED_VECTORS),
+            ("stream_min_bytes", STREAM_MIN_BYTES))
+
+
 def _package_stamp() -> tuple:
     """The freshness of every kernel: each source file's name, mtime and size, and the
     code-generation settings."""
@@ -63,10 +73,16 @@ def _package_stamp() -> tuple:
     for path in files:
         st = os.stat(path)
         stamp.append((path.name, st.st_mtime, st.st_size))
-    return (tuple(stamp), ("soft_half", SOFT_HALF), ("avx_blend", AVX_BLEND),
-            ("bf16_cvt", BF16_CVT), ("bf16_pairs", BF16_PAIRS),
-            ("masked_vectors", MASKED_VECTORS),
-            ("stream_min_bytes", STREAM_MIN_BYTES))
+    return (tuple(stamp), *_settings())
+
+
+def _settings_tag() -> str:
+    """A short name for :func:`_settings`, part of every cache file's name: processes that
+    compile under other settings (a cap, another streaming threshold) keep files of their own
+    instead of each finding the other's index stale and writing it anew, so that neither
+    recompiles every kernel after the other ran (seen: the test suite's capped children made
+    every later test compile again, a test of 3 s taking 90)."""
+    return hashlib.sha1(repr(_settings()).encode()).hexdigest()[:10]
 
 
 class _PackageStampedLocator:
@@ -146,9 +162,11 @@ def _stamped(dispatcher):
     try:
         cache = dispatcher._cache
         cache._impl._locator = _PackageStampedLocator(cache._impl._locator, stamp)
-        cache._cache_file._source_stamp = stamp  # (the index compares this one)
-        cache._cache_file._cache_path  # (the directory _LockedCacheFile locks)
-        cache._cache_file = _LockedCacheFile(cache._cache_file)
+        inner = type(cache._cache_file)(  # (numba's IndexDataCacheFile, its files renamed)
+            cache_path=cache._cache_file._cache_path,
+            filename_base=f"{cache._impl.filename_base}-{_settings_tag()}",
+            source_stamp=stamp)  # (the index compares this one)
+        cache._cache_file = _LockedCacheFile(inner)
     except AttributeError:  # pragma: no cover - another numba's cache layout
         return None
     return dispatcher
