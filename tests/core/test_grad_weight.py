@@ -393,7 +393,7 @@ print(json.dumps(out))
     pytest.param(("bf16", "f32", "f64"), id="bf16-f32-f64", marks=pytest.mark.slow)])
 def test_grad_weight_bits_do_not_depend_on_the_vector_width(dtype_ids):
     report = _child(WIDTH_CHILD.replace("{dtype_ids!r}", repr(dtype_ids)),
-                    {"NUMBA_CPU_NAME": "x86-64", "NUMBA_CPU_FEATURES": "", "LEAKYOPS_CACHE": "0"})
+                    {"NUMBA_CPU_NAME": "x86-64", "NUMBA_CPU_FEATURES": ""})  # (cache files of its own)
     # the child compiled for the SSE2 baseline, float16 conversions in software
     assert report["target"] == ["x86-64", ""], report["target"]
     assert "software float16" in report["float16"], report["float16"]
