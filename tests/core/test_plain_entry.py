@@ -62,9 +62,19 @@ def general(g, x, w, axis):
 
 
 def assert_bits(got, want):
-    for a, b in zip(got, want):
+    """prelu_backward's results the same: ``grad_input`` bit for bit; ``grad_weight`` bit for
+    bit where it is not NaN, and NaN in the same channels. A channel's sum of a NaN and another
+    NaN passes on either, as the machine code orders the addition (the README: "may pick the
+    other of two NaN operands"): the same kernel compiled in this process gave 0x7FC0 and
+    loaded from the disk cache 0xFFC0 (bfloat16, (1, 1, 300), the old code as the new), so a
+    cold run whose two paths came one from each failed here."""
+    (gi, gw), (want_gi, want_gw) = got, want
+    for a, b in ((gi, want_gi), (gw, want_gw)):
         assert a.dtype == b.dtype and a.shape == b.shape
-        assert np.array_equal(bits(a), bits(b))
+    assert np.array_equal(bits(gi), bits(want_gi))
+    nan = np.isnan(gw.astype(np.float64))
+    assert np.array_equal(nan, np.isnan(want_gw.astype(np.float64)))
+    assert np.array_equal(bits(gw)[~nan], bits(want_gw)[~nan])
 
 
 def operands(rng, dtype, shape, c):
