@@ -3,8 +3,9 @@
 Storage kinds are told apart by the dtype of the view a kernel receives (``VIEW_DTYPES``);
 ``_load``/``_narrow`` convert one element exactly to and from the compute type, and
 ``_lrelu``, ``_lrelu_grad``, ``_prelu_term`` are the operators' formulas on compute-type
-values, for the comparison flag or a oneDNN kernel's :class:`Rule`. Everything here is
-inlined into the loops.
+values, for the comparison flag or a oneDNN kernel's :class:`Rule`. Everything here ends up
+inlined into the loops: the grad_weight terms by numba (``inline="always"``), the others by
+LLVM (see "Compiled as functions of their own" below).
 """
 
 from __future__ import annotations
@@ -268,10 +269,21 @@ def _bf16_unpair(typingctx, value):
 # the scalar rules, dispatched on the view's element type
 
 
-# The inline="always" helpers are pure functions of values; stores stay in the loops, and
-# their arguments are plain names or subscripts. numba 0.68 mis-inlines otherwise (seen
-# here: an inlined helper that wrote ``out[k]`` was dropped from the loop, and one called
-# with a conditional expression as argument wrote nothing).
+# The helpers are pure functions of values; stores stay in the loops, and their arguments are
+# plain names or subscripts. numba 0.68 mis-inlines otherwise (seen here: an inlined helper
+# that wrote ``out[k]`` was dropped from the loop, and one called with a conditional
+# expression as argument wrote nothing).
+#
+# Compiled as functions of their own: the conversions and the element-wise formulas are not
+# ``inline="always"``. numba inlines such a helper at its own IR level once per call site and
+# per typing pass (the untyped passes run again each time: 2,159 times for one signature of
+# ``lrelu_bwd_row``, 860 of them ``_widen``), which made a kernel's cold compile 7-15 s. As
+# functions of their own they compile once per signature and process, and LLVM inlines them
+# into the loops (the same vectors, the same speed: docs/benchmarks.md, stop 56).
+# ``prefer_literal=True`` types them with the caller's literal flags first, as inlining did,
+# so the comparison flag still folds into each loop. The grad_weight terms (``_term32``,
+# ``_prelu_term``, ``_term_of``, ``_round_pair``, ``_sum_start``, ``_start_partials``) stay
+# ``inline="always"``: compiled on their own they saved no compile time.
 
 
 def _widen(v):
@@ -290,7 +302,7 @@ def _narrow(value, like):
     """A compute-type value rounded once to the element type of the result array ``like``."""
 
 
-@overload(_widen, inline="always", jit_options=NJIT_OPTIONS)
+@overload(_widen, prefer_literal=True, jit_options=NJIT_OPTIONS)
 def _ol_widen(v):
     if isinstance(v, Vec):
         if v.dtype == types.uint16:
@@ -310,14 +322,14 @@ def _ol_widen(v):
     return None
 
 
-@overload(_load, inline="always", jit_options=NJIT_OPTIONS)
+@overload(_load, prefer_literal=True, jit_options=NJIT_OPTIONS)
 def _ol_load(v, like):
     if like.dtype == types.float64:
         return lambda v, like: _to64(_widen(v))
     return lambda v, like: _widen(v)
 
 
-@overload(_load64, inline="always", jit_options=NJIT_OPTIONS)
+@overload(_load64, prefer_literal=True, jit_options=NJIT_OPTIONS)
 def _ol_load64(v):
     return lambda v: _to64(_widen(v))
 
@@ -330,14 +342,14 @@ def _to32(v):
     """A float (or a ``Vec`` of floats) rounded to float32."""
 
 
-@overload(_to64, inline="always", jit_options=NJIT_OPTIONS)
+@overload(_to64, prefer_literal=True, jit_options=NJIT_OPTIONS)
 def _ol_to64(v):
     if isinstance(v, Vec):
         return lambda v: vconvert(v, np.float64)
     return lambda v: np.float64(v)
 
 
-@overload(_to32, inline="always", jit_options=NJIT_OPTIONS)
+@overload(_to32, prefer_literal=True, jit_options=NJIT_OPTIONS)
 def _ol_to32(v):
     if isinstance(v, Vec):
         return lambda v: vconvert(v, np.float32)
@@ -376,7 +388,7 @@ def _ol_lanes_f2h_soft(v):
     return narrow
 
 
-@overload(_narrow, inline="always", jit_options=NJIT_OPTIONS)
+@overload(_narrow, prefer_literal=True, jit_options=NJIT_OPTIONS)
 def _ol_narrow(value, like):
     dt = like.dtype
     if isinstance(value, Vec):
@@ -418,7 +430,7 @@ def _round_sum(v, like):
     """A float64 sum rounded once to the element type of the result array ``like``."""
 
 
-@overload(_round_sum, inline="always", jit_options=NJIT_OPTIONS)
+@overload(_round_sum, prefer_literal=True, jit_options=NJIT_OPTIONS)
 def _ol_round_sum(v, like):
     dt = like.dtype
     if dt == types.float64:
@@ -434,7 +446,7 @@ def _scalar(s, like):
     """A slope (any float) in the compute type of the result array ``like``, rounded once."""
 
 
-@overload(_scalar, inline="always", jit_options=NJIT_OPTIONS)
+@overload(_scalar, prefer_literal=True, jit_options=NJIT_OPTIONS)
 def _ol_scalar(s, like):
     if like.dtype == types.float64:
         return lambda s, like: np.float64(s)
@@ -523,7 +535,7 @@ def _keep(v, ge):
     """
 
 
-@overload(_keep, inline="always", jit_options=NJIT_OPTIONS)
+@overload(_keep, prefer_literal=True, jit_options=NJIT_OPTIONS)
 def _ol_keep(v, ge):
     if _rule_of(ge) is None:
         return lambda v, ge: (v > 0) | (ge & (v == 0))
@@ -616,7 +628,7 @@ def _lrelu(v, s, ge):
     formula)."""
 
 
-@overload(_lrelu, inline="always", prefer_literal=True, jit_options=NJIT_OPTIONS)
+@overload(_lrelu, prefer_literal=True, jit_options=NJIT_OPTIONS)
 def _ol_lrelu(v, s, ge):
     rule = _rule_of(ge)
     if rule is None:
@@ -662,7 +674,7 @@ def _lrelu_grad(gv, tv, s, ge):
     (or a Rule's formula)."""
 
 
-@overload(_lrelu_grad, inline="always", prefer_literal=True, jit_options=NJIT_OPTIONS)
+@overload(_lrelu_grad, prefer_literal=True, jit_options=NJIT_OPTIONS)
 def _ol_lrelu_grad(gv, tv, s, ge):
     rule = _rule_of(ge)
     if rule is None:
