@@ -338,7 +338,7 @@ def _run_parts_openmp(team, fn, block, nparts):
     return 1
 
 
-@njit(inline="always", **NJIT_OPTIONS)
+@_jit
 def run_parts(team, fn, block, nparts, wait):
     """Run parts ``0 .. nparts-1`` of a call: part ``p`` >= 1 posted to worker ``p`` where its
     row is free, every other part on this thread; returns 1 once all are done. A part its
@@ -635,8 +635,9 @@ def prelu_fwd_last_run_team(x, out, w, ge, team, fn, wait, nthreads):
         return _prelu_team(x, out, w, _as_int64(1), team, fn, wait, nthreads)
     groups = rows // g
     pattern = np.empty(g * c, w.dtype)
-    for r in range(g):
-        pattern[r * c:(r + 1) * c] = w
+    for r in range(g):  # (element by element: numba's slice assignment compiles a shape
+        for k in range(c):  # check with a formatted message, 2.9 s a kind on a cold cache)
+            pattern[r * c + k] = w[k]
     shape3 = (1, groups, g * c)
     done = _prelu_team(carray(address(x.ctypes.data), shape3, x.dtype),
                        carray(address(out.ctypes.data), shape3, out.dtype), pattern,
