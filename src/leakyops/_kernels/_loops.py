@@ -1463,9 +1463,9 @@ def resum_exact(g, x, gi, j, s, ge):
     for b0 in range(0, n0, rows):
         acc = vsplat(-0.0, LANES)
         for i in range(b0, min(b0 + rows, n0)):
+            gr, xr = g[i, j], x[i, j]
             for k in range(n2):
-                acc = vadd_lane(acc, k % LANES,
-                                _prelu_term(_load64(x[i, j, k]), _load64(g[i, j, k]), ge))
+                acc = vadd_lane(acc, k % LANES, _prelu_bwd_term(gr, xr, k, ge))
                 if (k + 1) % _BLOCK == 0:  # (a whole vector's end, as _rows_lanes tests k)
                     sums, comps = _kahan_add(sums, comps, acc)
                     acc = vsplat(-0.0, LANES)
